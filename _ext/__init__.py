@@ -1,0 +1,1 @@
+"""Compiled hot loops (Cython). Import the public wrappers from :mod:`multikernel` instead."""

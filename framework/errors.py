@@ -1,0 +1,28 @@
+"""Exceptions of multikernel. Each subclasses the built-in exception a scikit-learn user expects."""
+
+from __future__ import annotations
+
+__all__ = ["PluginError", "ConfigError", "ModelFormatError", "MemoryBudgetError"]
+
+
+class PluginError(ValueError):
+    """An unknown, duplicated or broken plugin, or bad parameters for one."""
+
+
+class ConfigError(ValueError):
+    """A configuration file or dictionary that does not describe a valid run.
+
+    ``path`` is the dotted key path of the offending entry (``"model.regularizer.theta"``).
+    """
+
+    def __init__(self, message: str, path: str = "") -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class ModelFormatError(ValueError):
+    """A saved model that cannot be loaded: corrupted, or written by an incompatible version."""
+
+
+class MemoryBudgetError(MemoryError):
+    """A kernel stack that would not fit in the memory budget; the message names the alternatives."""

@@ -1,0 +1,77 @@
+"""Hook specifications: how a package adds plugins to multikernel.
+
+A plugin package exposes a module (or object) with functions named as below, decorated with
+``multikernel.hookimpl``, and advertises it under the entry-point group ``multikernel`` in its
+``pyproject.toml``::
+
+    [project.entry-points.multikernel]
+    my_plugins = "my_package.multikernel_plugins"
+
+Every hook returns a mapping from the public name of a plugin to its implementation; the registry
+merges the mappings of all plugins and refuses a name claimed twice.  The built-in plugins
+(``multikernel.plugins.*``) register through exactly the same group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pluggy
+
+from multikernel.interfaces import KernelBuilder, Method, Regularizer, SampleLoss, Solver
+
+PROJECT = "multikernel"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec
+def multikernel_kernel_builders() -> Mapping[str, type[KernelBuilder]]:
+    """Kernel builder classes by name (``"rbf"``, ``"poly"``, ...).
+
+    Each class is a :class:`~multikernel.interfaces.KernelBuilder`: constructed with keyword
+    parameters, ``fit`` on training features, ``transform`` to cross kernels.
+    """
+
+
+@hookspec
+def multikernel_kernel_families() -> Mapping[str, Callable[..., list[KernelBuilder]]]:
+    """Named kernel families: ``factory(n_features, **params) -> list of unfitted KernelBuilder``.
+
+    A family expands to many base kernels, as the papers build them (for example ``"simplemkl"``:
+    Gaussian and polynomial kernels on all features and on each single feature).
+    """
+
+
+@hookspec
+def multikernel_losses() -> Mapping[str, type[SampleLoss]]:
+    """Sample loss classes (the inner problem over alpha) by name (``"csvc"``, ...)."""
+
+
+@hookspec
+def multikernel_regularizers() -> Mapping[str, type[Regularizer]]:
+    """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...)."""
+
+
+@hookspec
+def multikernel_solvers() -> Mapping[str, type[Solver]]:
+    """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...)."""
+
+
+@hookspec
+def multikernel_methods() -> Mapping[str, Method]:
+    """Named methods: presets of loss, regularizer and solver (``"sm1mkl"``, ``"average"``, ...)."""
+
+
+KINDS: dict[str, str] = {
+    "kernel": "multikernel_kernel_builders",
+    "family": "multikernel_kernel_families",
+    "loss": "multikernel_losses",
+    "regularizer": "multikernel_regularizers",
+    "solver": "multikernel_solvers",
+    "method": "multikernel_methods",
+}
+"""Plugin kinds and the hook that provides each."""
+
+AnyPlugin = Any

@@ -1,0 +1,260 @@
+"""The four plugin kinds of multikernel, as abstract base classes.
+
+Nearly every method of the library is
+
+    min over mu in a domain D   of   Omega(mu) + max over alpha in A   L(alpha) - 1/2 sum_m mu_m q_m(alpha)
+
+with q_m(alpha) = (alpha*y)' K_m (alpha*y).  The four parts are
+
+* a :class:`KernelBuilder` (features -> one base kernel K_m, fitted on training data only),
+* a :class:`SampleLoss` (the inner problem over alpha for a fixed combined kernel),
+* a :class:`Regularizer` (the domain D and penalty Omega of the kernel weights mu),
+* a :class:`Solver` (the outer loop over mu).
+
+Every part is a scikit-learn style object (``get_params``/``set_params``), so an estimator holding one
+exposes its parameters as nested parameters (``regularizer__theta``) to ``GridSearchCV``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import numpy as np
+from sklearn.base import BaseEstimator
+
+if TYPE_CHECKING:
+    from multikernel.stack import KernelStack
+
+__all__ = [
+    "Component",
+    "KernelBuilder",
+    "SampleLoss",
+    "InnerSolution",
+    "Regularizer",
+    "Solver",
+    "MKLProblem",
+    "MKLResult",
+    "Method",
+]
+
+
+class Component(BaseEstimator):
+    """Base of every plugin object: scikit-learn parameter handling and a registry name.
+
+    Subclasses set the class attribute ``name`` (the name under which the plugin is registered) and take
+    their parameters as keyword arguments of ``__init__``, stored unchanged as attributes, exactly as
+    scikit-learn estimators do.
+    """
+
+    name: str = ""
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernel builders
+# --------------------------------------------------------------------------------------------------
+class KernelBuilder(Component, abc.ABC):
+    """Turns features into one base kernel.
+
+    ``fit(X)`` learns everything the kernel depends on from the training features only (the columns it
+    uses, a bandwidth relative to a training statistic, normalization constants) and keeps the training
+    features it needs.  ``transform(Z)`` returns the cross kernel between ``Z`` and the training features,
+    shape ``(len(Z), n_train)``, computed with the fitted parameters.
+    """
+
+    @abc.abstractmethod
+    def fit(self, X: np.ndarray, y: np.ndarray | None = None) -> KernelBuilder:
+        """Learn the kernel's parameters from training features ``X`` of shape (n_train, n_features)."""
+
+    @abc.abstractmethod
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Cross kernel between ``X`` (n, n_features) and the training features: shape (n, n_train)."""
+
+    def fit_transform(self, X: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+        """``fit(X)`` then the train x train kernel."""
+        return self.fit(X, y).transform(X)
+
+    def describe(self) -> str:
+        """A short human-readable label, used in reports (for example ``rbf(gamma=0.5)[3]``)."""
+        params = ", ".join(f"{k}={v!r}" for k, v in sorted(self.get_params(deep=False).items()))
+        return f"{self.name}({params})"
+
+
+# --------------------------------------------------------------------------------------------------
+# Sample losses: the inner problem
+# --------------------------------------------------------------------------------------------------
+@attrs.define(slots=False)
+class InnerSolution:
+    """What an inner solve returns for a fixed combined kernel.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (n,)
+        The dual variables.
+    coef : ndarray of shape (n,)
+        The expansion coefficients of the decision function, ``alpha * y`` for the SVM losses:
+        ``f(x) = sum_i coef_i k(x, x_i) + bias``.
+    bias : float
+        The offset ``b`` (0 for the forms without bias).
+    dual_objective : float
+        ``L(alpha) - 1/2 coef' K coef``: a lower bound of the inner optimum (the inner problem is a
+        maximisation over alpha).
+    primal_objective : float
+        The primal objective of the same inner problem at the classifier defined by ``coef`` and ``bias``:
+        an upper bound of the inner optimum.  ``primal - dual`` certifies the inner solve.
+    n_iter : int
+        Iterations of the inner solver.
+    """
+
+    alpha: np.ndarray
+    coef: np.ndarray
+    bias: float
+    dual_objective: float
+    primal_objective: float
+    n_iter: int = 0
+
+
+class SampleLoss(Component, abc.ABC):
+    """The inner problem: the maximisation over alpha for a fixed combined kernel ``K``.
+
+    The outer loop only ever needs ``L(alpha)`` (``linear_term``), the coefficients ``coef`` that enter
+    ``q_m = coef' K_m coef``, and a solve that can start from the previous ``alpha``.
+    """
+
+    @abc.abstractmethod
+    def solve(
+        self,
+        K: np.ndarray,
+        y: np.ndarray,
+        alpha0: np.ndarray | None = None,
+        tol: float = 1e-3,
+    ) -> InnerSolution:
+        """Solve the inner problem for the combined kernel ``K`` (n, n) and labels ``y`` in {-1, +1}.
+
+        ``alpha0`` is a warm start (made feasible if it is not); ``tol`` bounds the inner KKT violation.
+        """
+
+    @abc.abstractmethod
+    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
+        """``L(alpha)``: the part of the inner dual objective that does not depend on the kernel."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Regularizers: the domain and penalty of the kernel weights
+# --------------------------------------------------------------------------------------------------
+class Regularizer(Component, abc.ABC):
+    """The domain ``D`` of the kernel weights ``mu`` and a penalty ``Omega(mu)``.
+
+    The outer problem is ``min_{mu in D} Omega(mu) + J(mu)`` with ``J(mu) = max_alpha L(alpha) -
+    1/2 sum_m mu_m q_m(alpha)``.  ``dual_bound`` gives, for any alpha, the certified lower bound
+    ``L(alpha) - dual_bound(q(alpha)/2)`` of the optimum, hence a duality gap for every solver.
+    """
+
+    @abc.abstractmethod
+    def check(self, n_kernels: int) -> None:
+        """Raise ``ValueError`` if the parameters make the domain empty for ``n_kernels`` kernels."""
+
+    @abc.abstractmethod
+    def initial(self, n_kernels: int) -> np.ndarray:
+        """A feasible starting point (the uniform weights scaled into ``D`` for every built-in)."""
+
+    def penalty(self, mu: np.ndarray) -> float:
+        """``Omega(mu)``; zero for the pure constraint domains."""
+        return 0.0
+
+    def penalty_gradient(self, mu: np.ndarray) -> np.ndarray:
+        """Gradient of ``Omega`` at ``mu``."""
+        return np.zeros_like(mu)
+
+    @abc.abstractmethod
+    def dual_bound(self, g: np.ndarray) -> float:
+        """``max_{mu in D} mu'g - Omega(mu)`` (the convex conjugate of ``Omega`` + indicator of ``D``)."""
+
+    def closed_form_update(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray | None:
+        """Block coordinate descent step: ``argmin_{nu in D} sum_m mu_m^2 q_m / nu_m + Omega(nu)``.
+
+        ``mu_m^2 q_m = ||f_m||^2`` are the squared norms of the per-kernel components of the current
+        classifier.  Return ``None`` when the regularizer has no closed form (the solver then needs
+        another strategy).
+        """
+        return None
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        """Euclidean projection of ``v`` onto ``D``."""
+        raise NotImplementedError(f"regularizer {self.name!r} offers no Euclidean projection")
+
+
+# --------------------------------------------------------------------------------------------------
+# Solvers: the outer loop
+# --------------------------------------------------------------------------------------------------
+@attrs.define(slots=False)
+class MKLProblem:
+    """Everything an outer solver needs.
+
+    ``stack`` provides ``combine(mu)`` and ``quad_forms(coef)``; ``warm_start`` may carry a previous
+    :class:`MKLResult` (for example from the neighbouring point of a hyper-parameter grid).
+    """
+
+    stack: KernelStack
+    y: np.ndarray
+    loss: SampleLoss
+    regularizer: Regularizer
+    tol: float = 1e-3
+    max_iter: int = 100
+    inner_tol: float = 1e-3
+    stopping: str = "gap"  # "gap" (certified relative duality gap) or "relative_change" (authors' rule)
+    warm_start: MKLResult | None = None
+    callback: Callable[[dict[str, Any]], None] | None = None
+
+
+@attrs.define(slots=False)
+class MKLResult:
+    """The outcome of an outer solve.
+
+    ``objective`` is the primal objective at ``weights`` (an upper bound of the optimum),
+    ``lower_bound`` the best certified lower bound found, and ``dual_gap`` their difference relative to
+    ``max(|objective|, 1)``.
+    """
+
+    weights: np.ndarray
+    alpha: np.ndarray
+    coef: np.ndarray
+    bias: float
+    objective: float
+    lower_bound: float
+    dual_gap: float
+    n_iter: int
+    converged: bool
+    history: list[dict[str, float]] = attrs.Factory(list)
+
+
+class Solver(Component, abc.ABC):
+    """An outer loop over the kernel weights."""
+
+    @abc.abstractmethod
+    def solve(self, problem: MKLProblem) -> MKLResult:
+        """Minimise the MKL objective of ``problem``; stop on ``problem.tol`` or ``problem.max_iter``."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Methods: named presets
+# --------------------------------------------------------------------------------------------------
+@attrs.define(frozen=True)
+class Method:
+    """A named preset: a loss, a regularizer and a solver, each by registered name with parameters.
+
+    A config or an estimator names a method and may override any of its parts; the parts' parameters
+    given here are the method's defaults.
+    """
+
+    name: str
+    summary: str
+    loss: str
+    regularizer: str
+    solver: str
+    loss_params: dict[str, Any] = attrs.Factory(dict)
+    regularizer_params: dict[str, Any] = attrs.Factory(dict)
+    solver_params: dict[str, Any] = attrs.Factory(dict)
+    citation: str = ""
