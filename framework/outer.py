@@ -1,0 +1,81 @@
+"""Bookkeeping shared by every outer solver: bounds, certified gap, stopping rules, interruption."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult
+
+__all__ = ["OuterLoop"]
+
+
+class OuterLoop:
+    """Tracks one outer solve: the best primal (upper) and dual (lower) bounds and when to stop.
+
+    For weights ``mu`` in the domain and the inner solution at ``mu``,
+
+    * upper bound: inner primal objective + ``Omega(mu)`` (the MKL primal at a feasible point),
+    * lower bound: ``L(alpha) - max_{nu in D} (nu' q/2 - Omega(nu))`` (weak duality, any alpha),
+
+    so ``(upper - lower) / max(|upper|, 1e-12)`` is a certified relative duality gap.
+    """
+
+    def __init__(self, problem: MKLProblem) -> None:
+        self.problem = problem
+        self.upper = math.inf
+        self.lower = -math.inf
+        self.best: MKLResult | None = None
+        self.history: list[dict[str, float]] = []
+        self._previous_objective: float | None = None
+        self.n_iter = 0
+
+    def record(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> bool:
+        """Record iteration results; return True when the stopping rule is met."""
+        p = self.problem
+        self.n_iter += 1
+        upper = sol.primal_objective + p.regularizer.penalty(mu)
+        lower = p.loss.linear_term(sol.alpha, p.y) - p.regularizer.dual_bound(0.5 * q)
+        dual_at_mu = sol.dual_objective + p.regularizer.penalty(mu)
+        if upper < self.upper:
+            self.upper = upper
+            self.best = MKLResult(weights=mu.copy(), alpha=sol.alpha, coef=sol.coef, bias=sol.bias,
+                                  objective=upper, lower_bound=lower, dual_gap=math.inf, n_iter=0,
+                                  converged=False)
+        self.lower = max(self.lower, lower)
+        gap = self.gap
+        entry = {"iteration": self.n_iter, "objective": dual_at_mu, "upper": upper, "lower": lower,
+                 "gap": gap, "n_selected": int(np.count_nonzero(mu))}
+        self.history.append(entry)
+        if p.callback is not None:
+            p.callback(entry)
+        if p.stopping == "relative_change":
+            prev, self._previous_objective = self._previous_objective, dual_at_mu
+            return prev is not None and abs(dual_at_mu - prev) <= p.tol * max(abs(prev), 1e-12)
+        return gap <= p.tol
+
+    @property
+    def gap(self) -> float:
+        if not (math.isfinite(self.upper) and math.isfinite(self.lower)):
+            return math.inf
+        return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
+
+    def result(self, converged: bool, interrupted: bool = False) -> MKLResult:
+        """The best iterate found, with the certified gap; warns when the rule was not met."""
+        if self.best is None:
+            raise RuntimeError("the outer loop was stopped before its first iteration finished")
+        res = self.best
+        res.lower_bound, res.dual_gap = self.lower, self.gap
+        res.n_iter, res.converged, res.history = self.n_iter, converged, self.history
+        if interrupted:
+            warnings.warn(f"fit interrupted after {self.n_iter} outer iterations; returning the best "
+                          f"weights so far (certified relative duality gap {self.gap:.3g})",
+                          RuntimeWarning, stacklevel=3)
+        elif not converged:
+            warnings.warn(f"the outer solver stopped at max_iter={self.problem.max_iter} with a relative "
+                          f"duality gap of {self.gap:.3g} (tol={self.problem.tol:g}); increase max_iter "
+                          f"or tol", ConvergenceWarning, stacklevel=3)
+        return res
