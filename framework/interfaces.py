@@ -78,8 +78,15 @@ class KernelBuilder(Component, abc.ABC):
 
     def describe(self) -> str:
         """A short human-readable label, used in reports (for example ``rbf(gamma=0.5)[3]``)."""
-        params = ", ".join(f"{k}={v!r}" for k, v in sorted(self.get_params(deep=False).items()))
-        return f"{self.name}({params})"
+        import inspect
+
+        defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
+        params = self.get_params(deep=False)
+        columns = params.pop("columns", None)
+        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
+                          for k, v in sorted(params.items()) if defaults.get(k, object()) != v)
+        subset = "" if columns is None else f"[{','.join(map(str, np.atleast_1d(columns)))}]"
+        return f"{self.name}({shown}){subset}"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,0 +1,5 @@
+import sys
+
+from multikernel.cli import main
+
+sys.exit(main())
