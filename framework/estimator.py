@@ -58,6 +58,9 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     stopping : {"gap", "relative_change"}, default="gap"
     kernel_dtype : {"float64", "float32"}, default="float64"
         Storage precision of the kernel stack.
+    multiclass : {"ovr", "shared"}, default="ovr"
+        With more than two classes: ``"ovr"`` learns one-vs-rest problems each with its own kernel weights;
+        ``"shared"`` learns one set of weights for all one-vs-rest problems, their objectives summed.
     n_jobs : int, optional
         Parallel binary problems in one-vs-rest multi-class fits (joblib, threads: the stack is shared).
     verbose : int, default=0
@@ -102,6 +105,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         inner_tol: float = 1e-3,
         stopping: str = "gap",
         kernel_dtype: str = "float64",
+        multiclass: str = "ovr",
         n_jobs: int | None = None,
         verbose: int = 0,
     ) -> None:
@@ -119,6 +123,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self.inner_tol = inner_tol
         self.stopping = stopping
         self.kernel_dtype = kernel_dtype
+        self.multiclass = multiclass
         self.n_jobs = n_jobs
         self.verbose = verbose
 
@@ -156,6 +161,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}")
         if self.standardize and self._precomputed:
             raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
+        if self.multiclass not in ("ovr", "shared"):
+            raise ValueError(f"multiclass must be 'ovr' or 'shared'; got {self.multiclass!r}")
         if self.stopping not in ("gap", "relative_change"):
             raise ValueError(f"stopping must be 'gap' or 'relative_change'; got {self.stopping!r}")
 
@@ -195,9 +202,12 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
                              f"two classes")
         targets = ([np.where(y_idx == 1, 1.0, -1.0)] if len(self.classes_) == 2 else
                    [np.where(y_idx == k, 1.0, -1.0) for k in range(len(self.classes_))])
-        results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-            delayed(self._solve_binary)(stack, yb, parts) for yb in targets)
-        self._store(results)
+        if self.multiclass == "shared" and len(targets) > 1:
+            self._store_shared(self._solve_shared(stack, np.array(targets), parts))
+        else:
+            results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(self._solve_binary)(stack, yb, parts) for yb in targets)
+            self._store(results)
         self.fit_time_ = time.perf_counter() - start
         return self
 
@@ -227,6 +237,26 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         problem = MKLProblem(stack=stack, y=y, loss=loss, regularizer=regularizer, tol=self.tol,
                              max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
         return solver.solve(problem)
+
+    def _solve_shared(self, stack: KernelStack, Y: np.ndarray, parts: tuple) -> MKLResult:
+        from multikernel.multitask import MultiTaskLoss, SummedQuadForms
+
+        loss, regularizer, solver = (clone(p) for p in parts)
+        problem = MKLProblem(stack=SummedQuadForms(stack), y=Y, loss=MultiTaskLoss(loss), regularizer=regularizer,
+                             tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
+        return solver.solve(problem)
+
+    def _store_shared(self, result: MKLResult) -> None:
+        """One weight vector for every class; per-class coefficients and intercepts."""
+        n_classes = len(result.coef)
+        per_class = [MKLResult(weights=result.weights, alpha=result.alpha[t], coef=result.coef[t],
+                               bias=float(result.bias[t]), objective=result.objective,
+                               lower_bound=result.lower_bound, dual_gap=result.dual_gap, n_iter=result.n_iter,
+                               converged=result.converged, history=result.history) for t in range(n_classes)]
+        self._store(per_class)
+        self.weights_ = result.weights
+        self.n_iter_, self.objective_, self.dual_gap_ = result.n_iter, result.objective, result.dual_gap
+        self.results_ = [result]
 
     def _store(self, results: list[MKLResult]) -> None:
         self.results_ = results
@@ -276,6 +306,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         cross = self._cross_stack(X)
         weights = np.atleast_2d(self.weights_)
+        if len(weights) < len(self.dual_coef_):  # shared weights
+            weights = np.repeat(weights, len(self.dual_coef_), axis=0)
         scores = np.column_stack([cross.combine(w) @ c + b
                                   for w, c, b in zip(weights, self.dual_coef_, self.intercept_, strict=True)])
         return scores[:, 0] if len(self.classes_) == 2 else scores
