@@ -12,6 +12,7 @@ from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
+from tqdm.auto import tqdm
 
 from multikernel.interfaces import Component, KernelBuilder, MKLProblem, MKLResult
 from multikernel.kernelset import KernelSet
@@ -64,6 +65,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     n_jobs : int, optional
         Parallel binary problems in one-vs-rest multi-class fits (joblib, threads: the stack is shared).
     verbose : int, default=0
+        ``>= 1`` shows a progress bar of the outer iterations with the current duality gap.
 
     Attributes
     ----------
@@ -236,7 +238,18 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         loss, regularizer, solver = (clone(p) for p in parts)
         problem = MKLProblem(stack=stack, y=y, loss=loss, regularizer=regularizer, tol=self.tol,
                              max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
-        return solver.solve(problem)
+        return self._run(solver, problem)
+
+    def _run(self, solver: Component, problem: MKLProblem) -> MKLResult:
+        if not self.verbose:
+            return solver.solve(problem)
+        with tqdm(total=self.max_iter, desc=f"{self.method} outer iterations", unit="it", leave=False) as bar:
+            def progress(entry: dict[str, Any]) -> None:
+                bar.update()
+                bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
+
+            problem.callback = progress
+            return solver.solve(problem)
 
     def _solve_shared(self, stack: KernelStack, Y: np.ndarray, parts: tuple) -> MKLResult:
         from multikernel.multitask import MultiTaskLoss, SummedQuadForms
@@ -244,7 +257,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         loss, regularizer, solver = (clone(p) for p in parts)
         problem = MKLProblem(stack=SummedQuadForms(stack), y=Y, loss=MultiTaskLoss(loss), regularizer=regularizer,
                              tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
-        return solver.solve(problem)
+        return self._run(solver, problem)
 
     def _store_shared(self, result: MKLResult) -> None:
         """One weight vector for every class; per-class coefficients and intercepts."""
