@@ -2,7 +2,7 @@
 
 The reference solves the MKL saddle point from the dual side,
 
-    max_{alpha in A}  1'alpha - dual_bound(q(alpha)/2),      q_m(alpha) = ||L_m'(alpha*y)||^2,  K_m = L_m L_m',
+    max_{alpha in A}  1'alpha - dual_bound(q(alpha)/2),   q_m(alpha) = ||L_m'(alpha*y)||^2,  K_m = L_m L_m',
 
 which equals the primal optimum (the min-max is convex-concave and the domains are compact).  Each
 ``dual_bound`` is written as a conic expression: it is convex and non-decreasing in ``g``, so replacing
