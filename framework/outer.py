@@ -33,19 +33,29 @@ class OuterLoop:
         self._previous_objective: float | None = None
         self.n_iter = 0
 
-    def record(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> bool:
-        """Record iteration results; return True when the stopping rule is met."""
+    def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> tuple[float, float]:
+        """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
+
+        Any inner solution gives a certified lower bound, and any feasible ``mu`` with its classifier an
+        upper bound, so trials may end the solve early.  Returns the (upper, lower) bounds of this point.
+        """
         p = self.problem
-        self.n_iter += 1
         upper = sol.primal_objective + p.regularizer.penalty(mu)
         lower = p.loss.linear_term(sol.alpha, p.y) - p.regularizer.dual_bound(0.5 * q)
-        dual_at_mu = sol.dual_objective + p.regularizer.penalty(mu)
         if upper < self.upper:
             self.upper = upper
             self.best = MKLResult(weights=mu.copy(), alpha=sol.alpha, coef=sol.coef, bias=sol.bias,
                                   objective=upper, lower_bound=lower, dual_gap=math.inf, n_iter=0,
                                   converged=False)
         self.lower = max(self.lower, lower)
+        return upper, lower
+
+    def record(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> bool:
+        """Record iteration results; return True when the stopping rule is met."""
+        p = self.problem
+        self.n_iter += 1
+        upper, lower = self.offer(mu, sol, q)
+        dual_at_mu = sol.dual_objective + p.regularizer.penalty(mu)
         gap = self.gap
         entry = {"iteration": self.n_iter, "objective": dual_at_mu, "upper": upper, "lower": lower,
                  "gap": gap, "n_selected": int(np.count_nonzero(mu))}
@@ -58,13 +68,22 @@ class OuterLoop:
         return gap <= p.tol
 
     @property
+    def met(self) -> bool:
+        """Whether the certified gap already meets the tolerance (used when a solver stalls)."""
+        return self.gap <= self.problem.tol
+
+    @property
     def gap(self) -> float:
         if not (math.isfinite(self.upper) and math.isfinite(self.lower)):
             return math.inf
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
 
-    def result(self, converged: bool, interrupted: bool = False) -> MKLResult:
-        """The best iterate found, with the certified gap; warns when the rule was not met."""
+    def result(self, converged: bool, interrupted: bool = False, reason: str | None = None) -> MKLResult:
+        """The best iterate found, with the certified gap; warns when the rule was not met.
+
+        ``reason`` replaces the default "max_iter reached" explanation of the ConvergenceWarning (for
+        example when a line search can no longer decrease the objective).
+        """
         if self.best is None:
             raise RuntimeError("the outer loop was stopped before its first iteration finished")
         res = self.best
@@ -74,6 +93,10 @@ class OuterLoop:
             warnings.warn(f"fit interrupted after {self.n_iter} outer iterations; returning the best "
                           f"weights so far (certified relative duality gap {self.gap:.3g})",
                           RuntimeWarning, stacklevel=3)
+        elif not converged and reason is not None:
+            warnings.warn(f"the outer solver stopped after {self.n_iter} iterations: {reason}; certified "
+                          f"relative duality gap {self.gap:.3g} (tol={self.problem.tol:g}). A smaller "
+                          f"inner_tol usually helps", ConvergenceWarning, stacklevel=3)
         elif not converged:
             warnings.warn(f"the outer solver stopped at max_iter={self.problem.max_iter} with a relative "
                           f"duality gap of {self.gap:.3g} (tol={self.problem.tol:g}); increase max_iter "
