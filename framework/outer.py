@@ -32,6 +32,7 @@ class OuterLoop:
         self.history: list[dict[str, float]] = []
         self._previous_objective: float | None = None
         self.n_iter = 0
+        self.inner_tol = problem.inner_tol
 
     def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> tuple[float, float]:
         """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
@@ -55,6 +56,7 @@ class OuterLoop:
         p = self.problem
         self.n_iter += 1
         upper, lower = self.offer(mu, sol, q)
+        self._adapt_inner_tol(sol, upper)
         dual_at_mu = sol.dual_objective + p.regularizer.penalty(mu)
         gap = self.gap
         entry = {"iteration": self.n_iter, "objective": dual_at_mu, "upper": upper, "lower": lower,
@@ -66,6 +68,19 @@ class OuterLoop:
             prev, self._previous_objective = self._previous_objective, dual_at_mu
             return prev is not None and abs(dual_at_mu - prev) <= p.tol * max(abs(prev), 1e-12)
         return gap <= p.tol
+
+    def _adapt_inner_tol(self, sol: InnerSolution, upper: float) -> None:
+        """Tighten the inner tolerance when the inner solve's own gap keeps the outer gap above tol.
+
+        The certified outer gap can never be smaller than the inner primal-dual gap, so once the inner gap
+        is a large part of the tolerance, further outer iterations at the same inner precision are wasted.
+        Each inner solve is warm-started, so a tighter solve near the optimum is cheap.
+        """
+        if self.problem.stopping != "gap":
+            return
+        inner_gap = (sol.primal_objective - sol.dual_objective) / max(abs(upper), 1e-12)
+        if inner_gap > 0.25 * self.problem.tol and self.inner_tol > 1e-9:
+            self.inner_tol = max(self.inner_tol * 0.1, 1e-9)
 
     @property
     def met(self) -> bool:

@@ -60,7 +60,7 @@ class _Evaluator:
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None) -> tuple[InnerSolution, np.ndarray, float]:
         p = self.problem
-        sol = p.loss.solve(p.stack.combine(mu), p.y, alpha0=alpha0, tol=p.inner_tol)
+        sol = p.loss.solve(p.stack.combine(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
         self.n_solves += 1
         q = p.stack.quad_forms(sol.coef)
         return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
@@ -89,7 +89,7 @@ class BlockCoordinateDescent(Solver):
         converged = interrupted = False
         try:
             for _ in range(problem.max_iter):
-                sol = problem.loss.solve(stack.combine(mu), problem.y, alpha0=alpha, tol=problem.inner_tol)
+                sol = problem.loss.solve(stack.combine(mu), problem.y, alpha0=alpha, tol=loop.inner_tol)
                 alpha = sol.alpha
                 q = stack.quad_forms(sol.coef)
                 if loop.record(mu, sol, q):

@@ -108,7 +108,8 @@ def test_third_party_regularizer_from_config(third_party):
         "data": {"source": "breast_cancer"},
         "kernels": {"family": "rbf_poly"},
         "models": [{"method": "l1mkl", "label": "l2", "regularizer": {"name": "test_l2_ball",
-                                                                    "params": {"radius": 1.0}}}],
+                                                                    "params": {"radius": 1.0}},
+                    "solver": {"name": "bcd"}}],
         "solver": {"max_iter": 50, "tol": 1e-2},
     })
     report = run_config(config, progress=False)
@@ -124,7 +125,7 @@ def test_third_party_regularizer_nested_grid_search(third_party, cancer):
 
     X, y = cancer
     reg = multikernel.create("regularizer", "test_l2_ball", radius=1.0)
-    est = multikernel.MKLClassifier(kernels="rbf_poly", regularizer=reg, max_iter=30, tol=1e-2)
+    est = multikernel.MKLClassifier(kernels="rbf_poly", regularizer=reg, solver="bcd", max_iter=30, tol=1e-2)
     assert "regularizer__radius" in est.get_params()
     search = GridSearchCV(est, {"regularizer__radius": [0.5, 2.0]}, cv=2).fit(X, y)
     radius = search.best_estimator_.regularizer.radius
