@@ -14,7 +14,7 @@ def test_default_run_writes_report(tmp_path, capsys):
     assert main(["run", "--quiet", "--json", str(out), "--save", str(tmp_path / "model.npz")]) == 0
     report = json.loads(out.read_text())
     labels = [m["label"] for m in report["models"]]
-    assert labels == ["average", "l1mkl"]
+    assert labels == ["average", "l1mkl", "sm1mkl"]
     for m in report["models"]:
         assert m["accuracy_mean"] > 0.9
         assert m["repeats"][0]["dual_gap"] <= 1e-3

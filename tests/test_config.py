@@ -25,7 +25,7 @@ else:  # pragma: no cover
 def test_default_config_is_valid_and_round_trips():
     config = default_config()
     assert config.data.source == "breast_cancer"
-    assert [m.method for m in config.models] == ["average", "l1mkl"]
+    assert [m.method for m in config.models] == ["average", "l1mkl", "sm1mkl"]
     assert config_from_dict(tomllib.loads(config_to_toml(config))) == config
 
 
