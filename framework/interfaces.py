@@ -180,10 +180,11 @@ class Regularizer(Component, abc.ABC):
         """``max_{mu in D} mu'g - Omega(mu)`` (the convex conjugate of ``Omega`` + indicator of ``D``)."""
 
     def closed_form_update(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray | None:
-        """Block coordinate descent step: ``argmin_{nu in D} sum_m mu_m^2 q_m / nu_m + Omega(nu)``.
+        """Block coordinate descent step: ``argmin_{nu in D} 1/2 sum_m mu_m^2 q_m / nu_m + Omega(nu)``.
 
         ``mu_m^2 q_m = ||f_m||^2`` are the squared norms of the per-kernel components of the current
-        classifier.  Return ``None`` when the regularizer has no closed form (the solver then needs
+        classifier, so this minimises the MKL primal ``1/2 sum_m ||f_m||^2 / nu_m + Omega(nu)`` over the
+        weights with the classifier fixed (the factor 1/2 matters only when ``Omega`` is not zero).  Return ``None`` when the regularizer has no closed form (the solver then needs
         another strategy).
         """
         return None

@@ -9,12 +9,10 @@ stopping rule, and every inner solve starts from the previous ``alpha``.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Solver
 from multikernel.outer import OuterLoop
 
 __all__ = ["BlockCoordinateDescent", "ProjectedGradient", "ReducedGradient"]
@@ -106,21 +104,22 @@ class BlockCoordinateDescent(Solver):
 
 
 class ProjectedGradient(Solver):
-    """Projected gradient with Armijo backtracking: Algorithm 2 of Xu, Tsang and Xu (2013) (SM2MKL).
+    """Projected gradient with spectral steps and Armijo backtracking: Algorithm 2 of Xu, Tsang and Xu (2013).
 
-    Each iteration takes the gradient ``p = -q/2 + grad Omega(mu)`` (3.26), and tries
-    ``mu(eta) = Pi_D(mu - eta p)`` (3.27) with the regularizer's Euclidean projection (Duchi et al. for the
-    simplex), halving ``eta`` until the Armijo condition ``F(mu(eta)) <= F(mu) + sigma p'(mu(eta) - mu)``
-    holds.  Every trial needs an SVM solve, warm-started from the current alpha.  The accepted step size is
-    doubled for the next iteration, so the search adapts to the curvature.  Works for every regularizer
-    with a ``project``.
+    Each iteration takes the gradient ``p = -q/2 + grad Omega(mu)`` (3.26) and the projected point
+    ``mu_sub = Pi_D(mu - eta p)`` (3.27), with the regularizer's Euclidean projection (Duchi et al. for the
+    simplex).  The paper leaves the step rule to "the standard line search"; we use the spectral projected
+    gradient of Birgin, Martinez and Raydan (2000): ``eta`` is the Barzilai-Borwein step ``s's / s'r`` of the
+    last move (``s`` the change of ``mu``, ``r`` of ``p``), which measures the curvature of ``F`` along the
+    path, and an Armijo backtracking on ``mu + t (mu_sub - mu)``, ``t <= 1``, with safeguarded quadratic
+    interpolation, guarantees descent: ``F(mu + t d) <= F(mu) + sigma t p'd``.  (A fixed ``eta`` that only
+    grows and shrinks by halving zig-zags on curved domains such as the l_p ball.)  Every trial needs an SVM
+    solve, warm-started from the current alpha.  Works for every regularizer with a ``project``.
 
     Parameters
     ----------
     sigma : float, default=1e-4
         Armijo sufficient-decrease constant, in (0, 1).
-    shrink : float, default=0.5
-        Backtracking factor, in (0, 1).
     max_backtracks : int, default=30
         Trials per iteration before the solver stops as stalled (the inner solver's precision is then the
         limit; a ConvergenceWarning states the gap reached).
@@ -128,55 +127,73 @@ class ProjectedGradient(Solver):
 
     name = "projected_gradient"
 
-    def __init__(self, sigma: float = 1e-4, shrink: float = 0.5, max_backtracks: int = 30) -> None:
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
         self.sigma = sigma
-        self.shrink = shrink
         self.max_backtracks = max_backtracks
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
-        if not (0 < self.sigma < 1 and 0 < self.shrink < 1 and self.max_backtracks >= 1):
-            raise ValueError("projected_gradient needs 0 < sigma < 1, 0 < shrink < 1, max_backtracks >= 1")
+        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
+            raise ValueError("projected_gradient needs 0 < sigma < 1 and max_backtracks >= 1")
         mu, alpha = _start(problem)
         loop = OuterLoop(problem)
         evaluate = _Evaluator(problem, loop)
         converged = interrupted = False
         reason = None
-        eta = math.nan
         try:
             sol, q, F = evaluate(mu, alpha)
+            grad = evaluate.gradient(mu, q)
+            eta = _initial_step(grad)
             for _ in range(problem.max_iter):
                 if loop.record(mu, sol, q):
                     converged = True
                     break
-                grad = evaluate.gradient(mu, q)
-                if not math.isfinite(eta):
-                    eta = _initial_step(grad)
-                step = self._line_search(reg, evaluate, loop, mu, sol, F, grad, eta)
+                d = np.asarray(reg.project(mu - eta * grad), dtype=np.float64) - mu
+                if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(mu)))):
+                    converged = loop.met  # a fixed point of the projected step: stationary
+                    reason = "the projected gradient step vanished (stationary up to the inner precision)"
+                    break
+                step = _armijo(evaluate, loop, mu, sol.alpha, F, float(grad @ d), d, self.sigma,
+                               self.max_backtracks)
                 if step is None:
                     converged = loop.met
                     reason = "the line search cannot decrease the objective any more"
                     break
-                mu, sol, q, F, eta = step
-                eta /= self.shrink  # let the step grow again
+                new_mu, sol, q, F = step
+                new_grad = evaluate.gradient(new_mu, q)
+                eta = _spectral_step(new_mu - mu, new_grad - grad, eta)
+                mu, grad = new_mu, new_grad
         except KeyboardInterrupt:
             interrupted = True
         return loop.result(converged, interrupted, reason)
 
-    def _line_search(self, reg: Regularizer, evaluate: _Evaluator, loop: OuterLoop, mu: np.ndarray,
-                     sol: InnerSolution, F: float, grad: np.ndarray, eta: float):
-        """Armijo backtracking along the projection arc; ``None`` when no trial decreases ``F``."""
-        for _ in range(self.max_backtracks):
-            cand = np.asarray(reg.project(mu - eta * grad), dtype=np.float64)
-            d = cand - mu
-            if np.max(np.abs(d)) <= 1e-12 * max(1.0, np.max(np.abs(mu))):
-                return None  # a fixed point of the projected step: stationary up to the inner precision
-            c_sol, c_q, c_F = evaluate(cand, sol.alpha)
-            loop.offer(cand, c_sol, c_q)
-            if c_F <= F + self.sigma * float(grad @ d):
-                return cand, c_sol, c_q, c_F, eta
-            eta *= self.shrink
+
+def _armijo(evaluate: _Evaluator, loop: OuterLoop, mu: np.ndarray, alpha0: np.ndarray, F: float,
+            slope: float, d: np.ndarray, sigma: float, max_backtracks: int, t: float = 1.0):
+    """Backtrack ``t`` from its start until ``F(mu + t d) <= F + sigma t slope``; ``None`` if it never does.
+
+    ``slope = grad'd < 0``.  The next ``t`` minimises the quadratic through ``F``, the slope and the rejected
+    value, kept within ``[0.1 t, 0.5 t]`` (the safeguard of Nocedal and Wright, section 3.5).
+    """
+    if slope >= 0:
         return None
+    for _ in range(max_backtracks):
+        cand = mu + t * d
+        c_sol, c_q, c_F = evaluate(cand, alpha0)
+        loop.offer(cand, c_sol, c_q)
+        if c_F <= F + sigma * t * slope:
+            return cand, c_sol, c_q, c_F
+        curvature = c_F - F - t * slope
+        t_quad = -slope * t * t / (2.0 * curvature) if curvature > 0 else 0.5 * t
+        t = min(max(t_quad, 0.1 * t), 0.5 * t)
+    return None
+
+
+def _spectral_step(s: np.ndarray, r: np.ndarray, previous: float) -> float:
+    """Barzilai-Borwein step ``s's / s'r``, bounded; doubles the previous step when the curvature is <= 0."""
+    ss, sr = float(s @ s), float(s @ r)
+    eta = ss / sr if sr > 0 else 2.0 * previous
+    return min(max(eta, 1e-10), 1e10)
 
 
 def _initial_step(grad: np.ndarray) -> float:
@@ -193,7 +210,9 @@ class ReducedGradient(Solver):
     is ``r_m = p_m - p_v`` for ``m != v``, and the descent direction ``D_m = -r_m`` except ``D_m = 0`` for a
     zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``.  Along ``D``
     the solver first takes maximal feasible steps -- moving to the point where the next weight hits zero --
-    while they decrease the objective, then runs an Armijo backtracking line search on ``[0, gamma_max]``.
+    while they decrease the objective, then runs an Armijo backtracking line search on ``[0, gamma_max]``
+    (quadratic interpolation from the rejected boundary value; SimpleMKL itself uses a golden-section
+    search there).
     Every evaluation is an SVM solve, warm-started from the current alpha.  Needs a regularizer whose
     domain is the simplex (``simplex``, ``simplex_l2``, ``simplex_power``); the penalty gradient is
     included, so the penalised forms work too.
@@ -202,17 +221,14 @@ class ReducedGradient(Solver):
     ----------
     sigma : float, default=1e-4
         Armijo sufficient-decrease constant, in (0, 1).
-    shrink : float, default=0.5
-        Backtracking factor, in (0, 1).
     max_backtracks : int, default=30
         Trials per line search before the solver stops as stalled (ConvergenceWarning with the gap).
     """
 
     name = "reduced_gradient"
 
-    def __init__(self, sigma: float = 1e-4, shrink: float = 0.5, max_backtracks: int = 30) -> None:
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
         self.sigma = sigma
-        self.shrink = shrink
         self.max_backtracks = max_backtracks
 
     def solve(self, problem: MKLProblem) -> MKLResult:
@@ -220,8 +236,8 @@ class ReducedGradient(Solver):
         if getattr(reg, "domain", None) != "simplex":
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
                              f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
-        if not (0 < self.sigma < 1 and 0 < self.shrink < 1 and self.max_backtracks >= 1):
-            raise ValueError("reduced_gradient needs 0 < sigma < 1, 0 < shrink < 1, max_backtracks >= 1")
+        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
+            raise ValueError("reduced_gradient needs 0 < sigma < 1 and max_backtracks >= 1")
         mu, alpha = _start(problem)
         loop = OuterLoop(problem)
         evaluate = _Evaluator(problem, loop)
@@ -281,19 +297,18 @@ class ReducedGradient(Solver):
             D = self._direction(mu, grad)
             if np.max(np.abs(D)) <= tiny or float(evaluate.gradient(mu, q) @ D) >= 0:
                 return mu, sol, q, F
-        # Armijo backtracking on [0, gamma_max] from the last accepted point.
+        # Armijo backtracking on [0, gamma_max] from the last accepted point; the rejected boundary value
+        # c_F gives the first trial by quadratic interpolation.
         slope = float(evaluate.gradient(mu, q) @ D)
         if slope >= 0:
             return (mu, sol, q, F) if improved else None
-        gamma = gamma_max
-        for _ in range(self.max_backtracks):
-            gamma *= self.shrink  # gamma_max itself was just rejected
-            cand = np.maximum(mu + gamma * D, 0.0)
-            cand /= cand.sum()
-            c_sol, c_q, c_F = evaluate(cand, sol.alpha)
-            loop.offer(cand, c_sol, c_q)
-            if c_F <= F + self.sigma * gamma * slope:
-                return cand, c_sol, c_q, c_F
+        curvature = c_F - F - gamma_max * slope
+        t0 = -slope * gamma_max**2 / (2.0 * curvature) if curvature > 0 else 0.5 * gamma_max
+        t0 = min(max(t0, 0.1 * gamma_max), 0.5 * gamma_max)
+        step = _armijo(evaluate, loop, mu, sol.alpha, F, slope, D, self.sigma, self.max_backtracks, t=t0)
+        if step is not None:
+            cand = np.maximum(step[0], 0.0)
+            return cand / cand.sum(), step[1], step[2], step[3]
         return (mu, sol, q, F) if improved else None
 
 

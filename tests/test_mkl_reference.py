@@ -1,0 +1,135 @@
+"""Every MKL method against the same problem solved by cvxpy + Clarabel, and the special cases of the paper.
+
+Xu, Tsang and Xu (2013) and spec section 7: SM1MKL with theta = 1/M is the average kernel and with theta >= 1
+is L1-MKL; its optimum does not increase with theta; SM2MKL tends to L1-MKL (theta -> inf) and to the average
+kernel (theta -> 0); Lp-MKL with p = 1 is L1-MKL and with p = inf the average kernel with C scaled by M;
+SGMKL with v = 1 is L1-MKL and with v = 0 is L2-MKL.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from _mkl_testing import decision_values, random_problem, reference_value, solve_mkl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from multikernel.plugins.regularizers import (
+    BoxSimplex,
+    ElasticNet,
+    L2Ball,
+    LpBall,
+    Simplex,
+    SimplexL2,
+    SimplexPower,
+    Uniform,
+)
+from multikernel.plugins.solvers import BlockCoordinateDescent, ProjectedGradient, ReducedGradient
+
+REFERENCE = settings(max_examples=3, deadline=None, derandomize=True)
+
+CASES = [
+    (Uniform(), BlockCoordinateDescent()),
+    (Simplex(), BlockCoordinateDescent()),
+    (Simplex(), ProjectedGradient()),
+    (Simplex(), ReducedGradient()),
+    (BoxSimplex(nu=0.5), BlockCoordinateDescent()),
+    (BoxSimplex(nu=0.7), ProjectedGradient()),
+    (SimplexL2(theta=0.5), ProjectedGradient()),
+    (SimplexL2(theta=2.0), BlockCoordinateDescent()),
+    (SimplexL2(theta=0.5), ReducedGradient()),
+    (SimplexPower(theta=1.0, p=3.0), ProjectedGradient()),
+    (LpBall(p=1.5), BlockCoordinateDescent()),
+    (LpBall(p=3.0), ProjectedGradient()),
+    (L2Ball(), BlockCoordinateDescent()),
+    (ElasticNet(v=0.5), BlockCoordinateDescent()),
+    (ElasticNet(v=0.2), ProjectedGradient()),
+]
+
+
+@pytest.mark.parametrize(("reg", "solver"), CASES, ids=[f"{r.name}-{s.name}" for r, s in CASES])
+@REFERENCE
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(15, 30), M=st.integers(2, 5),
+       C=st.sampled_from([0.3, 1.0, 10.0]))
+def test_optimum_equals_the_cvxpy_reference(reg, solver, seed, n, M, C):
+    Ks, y = random_problem(seed, n=n, M=M)
+    ref = reference_value(Ks, y, reg, C=C)
+    res = solve_mkl(Ks, y, reg, solver, C=C, tol=1e-6, max_iter=3000)
+    assert res.converged and res.dual_gap <= 1e-6
+    # Our bounds are certified: the reference lies between them (up to Clarabel's accuracy).
+    assert res.lower_bound <= ref + 1e-7 * abs(ref)
+    assert res.objective >= ref - 1e-7 * abs(ref)
+    assert res.objective == pytest.approx(ref, rel=1e-5)
+
+
+def test_theta_one_over_m_is_exactly_the_average_kernel():
+    Ks, y = random_problem(3, n=25, M=4)
+    avg = solve_mkl(Ks, y, Uniform(), BlockCoordinateDescent(), C=1.0)
+    for solver in (BlockCoordinateDescent(), ProjectedGradient()):
+        for reg in (BoxSimplex(nu=1.0), BoxSimplex(theta=0.25)):
+            res = solve_mkl(Ks, y, reg, solver, C=1.0)
+            assert np.array_equal(res.weights, np.full(4, 0.25))
+            np.testing.assert_allclose(decision_values(Ks, res), decision_values(Ks, avg), atol=1e-9)
+            assert np.array_equal(np.sign(decision_values(Ks, res)), np.sign(decision_values(Ks, avg)))
+
+
+def test_theta_below_one_over_m_is_rejected():
+    Ks, y = random_problem(0, n=15, M=4)
+    for solver in (BlockCoordinateDescent(), ProjectedGradient()):
+        with pytest.raises(ValueError, match=r"theta=0\.2 < 1/M"):
+            solve_mkl(Ks, y, BoxSimplex(theta=0.2), solver)
+
+
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_theta_path_monotone_with_kernel_counts_and_l1_limit(seed):
+    Ks, y = random_problem(seed, n=20, M=5)
+    l1 = solve_mkl(Ks, y, Simplex(), ReducedGradient(), C=1.0)
+    previous, warm = math.inf, None
+    for nu in (1.0, 0.8, 0.6, 0.4, 0.2):  # theta = 1/(nu M) grows: the domain grows
+        res = solve_mkl(Ks, y, BoxSimplex(nu=nu), ProjectedGradient(), C=1.0, warm_start=warm)
+        assert res.converged
+        # The certified optimum lies in [lower, objective], so monotonicity is checked with the gap.
+        assert res.lower_bound <= previous + 1e-9 * abs(previous if math.isfinite(previous) else 1.0)
+        previous = res.objective
+        assert np.count_nonzero(res.weights > 0) >= math.ceil(nu * 5 - 1e-9)
+        assert np.all(res.weights <= 1.0 / (nu * 5) + 1e-12)
+        warm = res
+    # nu = 1/M, i.e. theta = 1, is L1-MKL.
+    for theta in (1.0, 3.0):
+        res = solve_mkl(Ks, y, BoxSimplex(theta=theta), ProjectedGradient(), C=1.0)
+        assert res.objective == pytest.approx(l1.objective, rel=1e-5)
+    assert l1.objective <= previous * (1 + 1e-6)
+
+
+def test_sm2mkl_limits():
+    Ks, y = random_problem(5, n=25, M=4)
+    l1 = solve_mkl(Ks, y, Simplex(), ReducedGradient(), C=1.0)
+    avg = solve_mkl(Ks, y, Uniform(), BlockCoordinateDescent(), C=1.0)
+    big = solve_mkl(Ks, y, SimplexL2(theta=1e6), ProjectedGradient(), C=1.0)
+    assert big.objective == pytest.approx(l1.objective, rel=1e-5)
+    small = solve_mkl(Ks, y, SimplexL2(theta=1e-6), ProjectedGradient(), C=1.0)
+    np.testing.assert_allclose(small.weights, 0.25, atol=1e-3)
+    # J at (nearly) the average kernel plus the penalty of the uniform weights, 1/(2 theta M).
+    assert small.objective - 1.0 / (2e-6 * 4) == pytest.approx(avg.objective, rel=1e-4)
+
+
+def test_lp_limits_and_elastic_net_ends():
+    Ks, y = random_problem(7, n=25, M=4)
+    C = 1.0
+    l1 = solve_mkl(Ks, y, Simplex(), ReducedGradient(), C=C)
+    assert solve_mkl(Ks, y, LpBall(p=1.0), BlockCoordinateDescent(), C=C, max_iter=3000).objective \
+        == pytest.approx(l1.objective, rel=1e-5)
+    assert solve_mkl(Ks, y, ElasticNet(v=1.0), BlockCoordinateDescent(), C=C, max_iter=3000).objective \
+        == pytest.approx(l1.objective, rel=1e-5)
+    l2 = solve_mkl(Ks, y, L2Ball(), BlockCoordinateDescent(), C=C)
+    assert solve_mkl(Ks, y, ElasticNet(v=0.0), BlockCoordinateDescent(), C=C).objective \
+        == pytest.approx(l2.objective, rel=1e-5)
+    # p = inf: mu = 1, the sum kernel = M x the average kernel, i.e. the average kernel with C' = M C.
+    inf = solve_mkl(Ks, y, LpBall(p=math.inf), BlockCoordinateDescent(), C=C)
+    assert np.array_equal(inf.weights, np.ones(4))
+    avg = solve_mkl(Ks, y, Uniform(), BlockCoordinateDescent(), C=4 * C)
+    np.testing.assert_allclose(decision_values(Ks, inf), decision_values(Ks, avg), atol=1e-5)
+    assert inf.objective == pytest.approx(avg.objective / 4, rel=1e-6)
