@@ -10,7 +10,8 @@ train x train kernel.
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.math cimport exp, sqrt, pow, fmin, fmax
+from libc.float cimport DBL_EPSILON
+from libc.math cimport exp, pow, sqrt
 
 # The chi-square and intersection inner loops are written in C so that ``omp simd`` can vectorize their
 # float reductions (GCC will not reassociate a float sum on its own without -ffast-math).  ``fmax(x + y,
@@ -105,8 +106,9 @@ def sqdist_from_gram(double[:, ::1] G, const double[::1] na, const double[::1] n
                      double scale=1.0):
     """In place: ``G[i, j] <- scale * max(na[i] + nb[j] - 2 G[i, j], 0)``.
 
-    ``G`` is the Gram matrix ``A B'`` and ``na``, ``nb`` the squared row norms.  Rounding can make the
-    expansion slightly negative; it is clipped at 0.  With ``symmetric`` (``B`` is ``A``) the diagonal
+    ``G`` is the Gram matrix ``A B'`` and ``na``, ``nb`` the squared row norms.  The expansion loses
+    about ``eps * (na + nb)`` to cancellation, so values below that noise level (equal points give
+    +-1e-16 instead of 0, whose square root would be 1e-8) are set to 0.  With ``symmetric`` (``B`` is ``A``) the diagonal
     is set to exactly 0: a point is at distance 0 from itself.  ``scale`` (for example ``-gamma``)
     saves the caller a pass over the matrix.
     """
@@ -116,7 +118,7 @@ def sqdist_from_gram(double[:, ::1] G, const double[::1] na, const double[::1] n
         for i in prange(n, schedule="static"):
             for j in range(m):
                 v = na[i] + nb[j] - 2.0 * G[i, j]
-                G[i, j] = scale * v if v > 0.0 else 0.0
+                G[i, j] = scale * v if v > 8.0 * DBL_EPSILON * (na[i] + nb[j]) else 0.0
             if symmetric:
                 G[i, i] = 0.0
 

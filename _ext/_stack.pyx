@@ -90,14 +90,14 @@ def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
                      const Py_ssize_t[::1] support, double[::1] out):
     """out[m] = v' K[m] v, reading only the rows in ``support`` (the non-zeros of v).
 
-    When the support is a large part of the columns a contiguous dot product over the whole row is
-    faster than gathering the support's columns (the zeros of v add nothing); otherwise only the
-    support's entries are read.  Kernels are processed in parallel.
+    Only the support x support entries are read (a kernel's other entries are never touched, even if
+    not finite).  When v has no zero the rows are read as contiguous, vectorised dot products instead
+    of gathers.  Kernels are processed in parallel.
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[2], s = support.shape[0]
     cdef Py_ssize_t m, a, b, i
     cdef double acc, row
-    cdef bint contiguous = 4 * s >= n
+    cdef bint contiguous = s == n
     if n == 0 or s == 0:
         out[:] = 0.0
         return
