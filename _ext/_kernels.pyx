@@ -45,6 +45,29 @@ cdef extern from *:
 
 # Element-wise maps from a base matrix (a distance or a Gram) to a kernel.  The codes are shared with
 # the Python builders (multikernel.plugins.kernels).
+
+import os
+
+# Threads for a parallel loop.  Tiny loops run serially: on a busy machine waking a second thread costs
+# more than it saves (a parallel region waits for every thread of its team to be scheduled), and OpenBLAS's own spinning threads compete with OpenMP's.
+def _max_threads() -> int:
+    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+cdef int _MAX_THREADS = _max_threads()
+cdef Py_ssize_t _PARALLEL_MIN_WORK = 16_000_000
+PARALLEL_MIN_WORK = _PARALLEL_MIN_WORK
+
+
+cdef inline int _threads(Py_ssize_t work) noexcept nogil:
+    return 1 if work < _PARALLEL_MIN_WORK else _MAX_THREADS
+
+
 cdef enum:
     MAP_SCALE = 0       # a * x + b                    (linear: a=1, b=0)
     MAP_EXP = 1         # exp(-a * x)                  (Gaussian on D^2, exponential chi2, modified chi2)
@@ -94,10 +117,11 @@ def elementwise_map(const double[:, ::1] base, int kind, double a, double b, dou
     """
     cdef Py_ssize_t n = base.shape[0], m = base.shape[1], i, j
     cdef int ic = -1
+    cdef int nt = _threads(n * m * 4)
     if kind == MAP_POW and c == <int> c and c >= 0:
         ic = <int> c
     with nogil:
-        for i in prange(n, schedule="static"):
+        for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
             for j in range(m):
                 out[i, j] = <floating> _map(base[i, j], kind, a, b, c, ic)
 
@@ -114,8 +138,9 @@ def sqdist_from_gram(double[:, ::1] G, const double[::1] na, const double[::1] n
     """
     cdef Py_ssize_t n = G.shape[0], m = G.shape[1], i, j
     cdef double v
+    cdef int nt = _threads(n * m)
     with nogil:
-        for i in prange(n, schedule="static"):
+        for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
             for j in range(m):
                 v = na[i] + nb[j] - 2.0 * G[i, j]
                 G[i, j] = scale * v if v > 8.0 * DBL_EPSILON * (na[i] + nb[j]) else 0.0
@@ -130,16 +155,17 @@ def chi2_distances(const double[:, ::1] A, const double[:, ::1] B, bint symmetri
     triangle is computed and mirrored.
     """
     cdef Py_ssize_t n = A.shape[0], m = B.shape[0], d = A.shape[1], i, j
+    cdef int nt = _threads(n * m * d)
     with nogil:
         if symmetric:
             # Dynamic schedule: row i has n - i entries, so a static split would load one thread twice.
-            for i in prange(n, schedule="dynamic", chunksize=8):
+            for i in prange(n, schedule="dynamic", chunksize=8, num_threads=nt):
                 out[i, i] = 0.0
                 for j in range(i + 1, m):
                     out[i, j] = mk_chi2_row(&A[i, 0], &B[j, 0], d)
                     out[j, i] = out[i, j]
         else:
-            for i in prange(n, schedule="static"):
+            for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
                 for j in range(m):
                     out[i, j] = mk_chi2_row(&A[i, 0], &B[j, 0], d)
 
@@ -147,14 +173,15 @@ def chi2_distances(const double[:, ::1] A, const double[:, ::1] B, bint symmetri
 def intersection(const double[:, ::1] A, const double[:, ::1] B, bint symmetric, double[:, ::1] out):
     """Histogram intersection ``out[i, j] = sum_k min(A[i,k], B[j,k])``."""
     cdef Py_ssize_t n = A.shape[0], m = B.shape[0], d = A.shape[1], i, j
+    cdef int nt = _threads(n * m * d)
     with nogil:
         if symmetric:
-            for i in prange(n, schedule="dynamic", chunksize=8):
+            for i in prange(n, schedule="dynamic", chunksize=8, num_threads=nt):
                 for j in range(i, m):
                     out[i, j] = mk_min_row(&A[i, 0], &B[j, 0], d)
                     out[j, i] = out[i, j]
         else:
-            for i in prange(n, schedule="static"):
+            for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
                 for j in range(m):
                     out[i, j] = mk_min_row(&A[i, 0], &B[j, 0], d)
 
@@ -166,8 +193,9 @@ def chi2_exp_symmetric(const double[:, ::1] A, double gamma, floating[:, ::1] ou
     """
     cdef Py_ssize_t n = A.shape[0], d = A.shape[1], i, j
     cdef double v
+    cdef int nt = _threads(n * n * d // 2)
     with nogil:
-        for i in prange(n, schedule="dynamic", chunksize=8):
+        for i in prange(n, schedule="dynamic", chunksize=8, num_threads=nt):
             out[i, i] = 1.0
             for j in range(i + 1, n):
                 v = exp(-gamma * mk_chi2_row(&A[i, 0], &A[j, 0], d))
@@ -179,8 +207,9 @@ def chi2_sum_offdiag(const double[:, ::1] A):
     """``sum_{i<j} D_chi2(a_i, a_j)`` without storing the matrix (for the mean-distance bandwidth)."""
     cdef Py_ssize_t n = A.shape[0], d = A.shape[1], i, j
     cdef double total = 0.0
+    cdef int nt = _threads(n * n * d // 2)
     with nogil:
-        for i in prange(n, schedule="dynamic", chunksize=8):
+        for i in prange(n, schedule="dynamic", chunksize=8, num_threads=nt):
             for j in range(i + 1, n):
                 total += mk_chi2_row(&A[i, 0], &A[j, 0], d)
     return total

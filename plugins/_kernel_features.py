@@ -64,7 +64,11 @@ def mean_squared_distance(A: np.ndarray) -> float:
     n = A.shape[0]
     if n < 2:
         return 0.0
-    return float(2.0 * n / (n - 1) * A.var(axis=0).sum())
+    total_var = float(A.var(axis=0).sum())
+    # Equal points leave a rounding residue of about (eps |x|)^2 in the variance: that is a zero distance.
+    if total_var <= 1e-24 * float(np.einsum("ij,ij->", A, A)) / n:
+        return 0.0
+    return 2.0 * n / (n - 1) * total_var
 
 
 def _mean_chi2(A: np.ndarray) -> float:
