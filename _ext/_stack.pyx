@@ -8,6 +8,8 @@ The ``*_gather`` variants read ``K[m, rows[a], cols[b]]`` through index arrays: 
 stack (a cross-validation fold) then costs no copy of the stack.
 """
 
+import numpy as np
+
 from cython cimport floating
 from cython.parallel cimport prange
 
@@ -31,6 +33,27 @@ cdef extern from *:
     """
     double mk_dot_f64(const double *k, const double *v, Py_ssize_t n) nogil
     double mk_dot_f32(const float *k, const double *v, Py_ssize_t n) nogil
+
+# Gathered dot products sum_b row[idx[b]] * vals[b]: the support's entries of one kernel row.
+cdef extern from *:
+    """
+    static inline double mk_gdot_f64(const double *row, const Py_ssize_t *idx, const double *vals,
+                                     Py_ssize_t s) {
+        double acc = 0.0;
+        #pragma omp simd reduction(+:acc)
+        for (Py_ssize_t b = 0; b < s; ++b) acc += row[idx[b]] * vals[b];
+        return acc;
+    }
+    static inline double mk_gdot_f32(const float *row, const Py_ssize_t *idx, const double *vals,
+                                     Py_ssize_t s) {
+        double acc = 0.0;
+        #pragma omp simd reduction(+:acc)
+        for (Py_ssize_t b = 0; b < s; ++b) acc += (double)row[idx[b]] * vals[b];
+        return acc;
+    }
+    """
+    double mk_gdot_f64(const double *row, const Py_ssize_t *idx, const double *vals, Py_ssize_t s) nogil
+    double mk_gdot_f32(const float *row, const Py_ssize_t *idx, const double *vals, Py_ssize_t s) nogil
 
 # out += w_a k_a for up to four kernel rows at once: ``out`` is loaded and stored once per four kernels
 # instead of once per kernel; ``restrict`` tells the compiler the rows do not overlap ``out``.
@@ -148,6 +171,14 @@ cdef inline double _row_dot(const floating[:, :, ::1] K, Py_ssize_t m, Py_ssize_
         return mk_dot_f64(&K[m, i, 0], v, n)
 
 
+cdef inline double _row_gdot(const floating[:, :, ::1] K, Py_ssize_t m, Py_ssize_t i,
+                             const Py_ssize_t *idx, const double *vals, Py_ssize_t s) noexcept nogil:
+    if floating is float:
+        return mk_gdot_f32(&K[m, i, 0], idx, vals, s)
+    else:
+        return mk_gdot_f64(&K[m, i, 0], idx, vals, s)
+
+
 def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
                      const Py_ssize_t[::1] support, double[::1] out):
     """out[m] = v' K[m] v, reading only the rows in ``support`` (the non-zeros of v).
@@ -157,25 +188,23 @@ def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
     of gathers.  Kernels are processed in parallel.
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[2], s = support.shape[0]
-    cdef Py_ssize_t m, a, b, i
-    cdef double acc, row
+    cdef Py_ssize_t m, a, i
+    cdef double acc
     cdef bint contiguous = s == n
     cdef int nt = _threads(M * s * s)
     if n == 0 or s == 0:
         out[:] = 0.0
         return
+    cdef double[::1] vals = np.ascontiguousarray(np.asarray(v)[np.asarray(support)])
     with nogil:
         for m in prange(M, schedule="dynamic", num_threads=nt):
             acc = 0.0
             for a in range(s):
                 i = support[a]
                 if contiguous:
-                    row = _row_dot(K, m, i, &v[0], n)
+                    acc = acc + v[i] * _row_dot(K, m, i, &v[0], n)
                 else:
-                    row = 0.0
-                    for b in range(s):
-                        row = row + K[m, i, support[b]] * v[support[b]]
-                acc = acc + v[i] * row
+                    acc = acc + vals[a] * _row_gdot(K, m, i, &support[0], &vals[0], s)
             out[m] = acc
 
 
@@ -183,18 +212,17 @@ def quad_forms_gather(const floating[:, :, ::1] K, const double[::1] vals,
                       const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols, double[::1] out):
     """out[m] = sum_{a,b} vals[a] vals[b] K[m, rows[a], cols[b]] (the quadratic form of a subset)."""
     cdef Py_ssize_t M = K.shape[0], s = vals.shape[0]
-    cdef Py_ssize_t m, a, b, r
-    cdef double acc, row
+    cdef Py_ssize_t m, a
+    cdef double acc
     cdef int nt = _threads(M * s * s)
+    if s == 0:
+        out[:] = 0.0
+        return
     with nogil:
         for m in prange(M, schedule="dynamic", num_threads=nt):
             acc = 0.0
             for a in range(s):
-                r = rows[a]
-                row = 0.0
-                for b in range(s):
-                    row = row + K[m, r, cols[b]] * vals[b]
-                acc = acc + vals[a] * row
+                acc = acc + vals[a] * _row_gdot(K, m, rows[a], &cols[0], &vals[0], s)
             out[m] = acc
 
 
