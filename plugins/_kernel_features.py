@@ -44,15 +44,13 @@ def chi2_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.
 
 def modified_chi2_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
     """Bucak's "modified chi-square" ``||a - b||^2 / ||a + b||^2`` (0 when a = b = 0)."""
-    G = gram(A, B, symmetric)
-    na = np.einsum("ij,ij->i", A, A)[:, None]
-    nb = np.einsum("ij,ij->i", B, B)[None, :]
-    num = np.maximum(na + nb - 2.0 * G, 0.0)
-    den = na + nb + 2.0 * G
-    out = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
-    if symmetric:
-        np.fill_diagonal(out, 0.0)
-    return out
+    G = np.ascontiguousarray(gram(A, B, symmetric))
+    na = np.einsum("ij,ij->i", A, A)
+    nb = na if symmetric else np.einsum("ij,ij->i", B, B)
+    den = na[:, None] + nb[None, :] + 2.0 * G
+    # The numerator with the cancellation-noise cut of squared_distances (equal points give exactly 0).
+    _kernels.sqdist_from_gram(G, na, nb, symmetric, 1.0)
+    return np.divide(G, den, out=np.zeros_like(G), where=den > 0)
 
 
 def mean_squared_distance(A: np.ndarray) -> float:
