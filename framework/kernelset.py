@@ -94,7 +94,9 @@ class KernelSet:
     # ---------------------------------------------------------------------------------------------
     def fit_stack(self, X: np.ndarray) -> KernelStack:
         """Fit every builder on ``X`` and return the train x train stack."""
-        X = check_array(X, dtype=np.float64, order="C")
+        # One private copy shared by all builders (they keep their training features; a caller
+        # changing X afterwards must not change the fitted kernels).
+        X = check_array(X, dtype=np.float64, order="C", copy=True)
         n = len(X)
         self.backend_ = self._choose_backend(n, n, X.shape[1])
         check_budget(self.estimate_memory(n, n, X.shape[1], self.backend_), self._budget())
