@@ -105,7 +105,7 @@ class KernelSet:
         self.n_train_ = n
         if self.backend_ == "lazy":
             return self._fit_lazy(X)
-        self.normalization_ = self._empty_normalization(len(self.builders), n)
+        norm_all = self._empty_normalization(len(self.builders), n)
         data, finish = self._allocate((len(self.builders), n, n))
         for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None, symmetric=True):
             # Every normalization's constants of kernel m depend on kernel m only: fit them on the raw
@@ -115,8 +115,9 @@ class KernelSet:
             for name in ("scale", "col_diag", "col_mean", "grand"):
                 value = getattr(norm, name)
                 if value is not None:
-                    getattr(self.normalization_, name)[m] = value[0]
+                    getattr(norm_all, name)[m] = value[0]
             data[m] = norm.apply(K, 0)
+        self._store_normalization(norm_all)
         return finish()
 
     def _empty_normalization(self, M: int, n: int) -> Normalization:
@@ -156,20 +157,43 @@ class KernelSet:
                 for m, K in raw._blocks(range(M), raw._rows[start:start + step], raw._cols):
                     sums[m] += K.sum(axis=0)
             col_means = list(sums / n)
-        self.normalization_ = Normalization.fit(self.normalize, diags or [], col_means)
+        self._store_normalization(Normalization.fit(self.normalize, diags or [], col_means))
         return LazyStack(self.builders, X, self.normalization_, n, block_bytes=block, dtype=self.dtype)
+
+    # The fitted constants are kept as plain array attributes (``scale_``, ``col_diag_``,
+    # ``col_mean_``, ``grand_``), so that generic persistence of fitted attributes can save and restore a
+    # kernel set; ``normalization_`` is rebuilt from them.
+    _NORM_FIELDS = ("scale", "col_diag", "col_mean", "grand")
+
+    def _store_normalization(self, norm: Normalization) -> None:
+        for name in self._NORM_FIELDS:
+            value = getattr(norm, name)
+            if value is not None:
+                setattr(self, f"{name}_", value)
+            elif hasattr(self, f"{name}_"):
+                delattr(self, f"{name}_")
+
+    @property
+    def normalization_(self) -> Normalization:
+        """The fitted normalization constants (training rows and columns)."""
+        if not hasattr(self, "n_train_"):
+            raise AttributeError("normalization_: the kernel set is not fitted")
+        fields = {name: getattr(self, f"{name}_", None) for name in self._NORM_FIELDS}
+        return Normalization(self.normalize, row_diag=fields["col_diag"], row_mean=fields["col_mean"],
+                             **fields)
 
     def cross_stack(self, X: np.ndarray) -> KernelStack:
         """The cross stack between ``X`` and the training features, shape (M, len(X), n_train)."""
-        if not hasattr(self, "normalization_"):
+        if not hasattr(self, "n_train_"):
             raise ValueError("call fit_stack before cross_stack")
         X = check_array(X, dtype=np.float64, order="C")
         M, n, n_train = len(self.builders), len(X), self.n_train_
         check_budget(self.estimate_memory(n, n_train, X.shape[1], self.backend_), self._budget())
-        row_diag = self._row_diag(X) if self.normalization_.needs_row_diag else None
+        fitted = self.normalization_
+        row_diag = self._row_diag(X) if fitted.needs_row_diag else None
         if self.backend_ == "lazy":
             row_mean = None
-            if self.normalization_.needs_row_mean:
+            if fitted.needs_row_mean:
                 raw = LazyStack(self.builders, X, Normalization("none"), n_train,
                                 block_bytes=parse_bytes(self.block_size))
                 row_mean = np.empty((M, n))
@@ -177,12 +201,12 @@ class KernelSet:
                 for start in range(0, n, step):
                     for m, K in raw._blocks(range(M), raw._rows[start:start + step], raw._cols):
                         row_mean[m, start:start + step] = K.mean(axis=1)
-            norm = self.normalization_.for_rows(row_diag, row_mean)
+            norm = fitted.for_rows(row_diag, row_mean)
             return LazyStack(self.builders, X, norm, n_train, block_bytes=parse_bytes(self.block_size),
                              dtype=self.dtype)
         data, finish = self._allocate((M, n, n_train))
-        row_mean = np.empty((M, n)) if self.normalization_.needs_row_mean else None
-        norm = self.normalization_.for_rows(row_diag, row_mean)
+        row_mean = np.empty((M, n)) if fitted.needs_row_mean else None
+        norm = fitted.for_rows(row_diag, row_mean)
         for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None):
             if row_mean is not None:
                 row_mean[m] = K.mean(axis=1)

@@ -240,3 +240,19 @@ def test_kernelset_validation():
     with pytest.raises(ValueError, match="NaN|infinity"):
         KernelSet([LinearKernel()]).fit_stack(np.array([[np.nan, 1.0]]))
     assert KernelSet([LinearKernel(), RBFKernel(gamma=1.0)]).describe()[1].startswith("rbf(")
+
+
+@pytest.mark.parametrize("normalize", NORMS)
+def test_fitted_state_is_plain_attributes(normalize):
+    # Generic persistence saves the array/number attributes ending in "_" and sets them on a new object:
+    # that must be enough to rebuild the cross stacks.
+    X, Z = _data(6)
+    builders = [RBFKernel(gamma_scale=1.0), PolynomialKernel(degree=2)]
+    ks = KernelSet(builders, normalize=normalize)
+    ks.fit_stack(X)
+    state = {k: v for k, v in vars(ks).items()
+             if k.endswith("_") and not k.startswith("_") and isinstance(v, (np.ndarray, int, float, str))}
+    restored = KernelSet(builders, normalize=normalize)
+    for key, value in state.items():
+        setattr(restored, key, value)
+    np.testing.assert_allclose(restored.cross_stack(Z).to_array(), ks.cross_stack(Z).to_array())
