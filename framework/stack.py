@@ -329,7 +329,8 @@ class LazyStack(KernelStack):
             rows = self._rows[start:start + step]
             block = out[start:start + step]
             for m, K in self._blocks(active, rows, self._cols):
-                block += weights[m] * K
+                K *= weights[m]  # in place: no temporary of the block's size
+                block += K
         return out
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
