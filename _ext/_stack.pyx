@@ -234,3 +234,20 @@ def diag_gather(const floating[:, :, ::1] K, const Py_ssize_t[::1] rows, const P
         for m in prange(M, schedule="dynamic", chunksize=16, num_threads=_threads(M * s * 64)):
             for a in range(s):
                 out[m, a] = K[m, rows[a], cols[a]]
+
+
+def bilinear(const double[:, ::1] K, const double[::1] u, const double[::1] v):
+    """``u' K v`` for one float64 block (the lazy stack's quadratic forms).
+
+    A BLAS matrix-vector product would wake OpenBLAS's thread pool for a millisecond of work; this loop
+    stays on the calling thread unless the block is large.
+    """
+    cdef Py_ssize_t n = K.shape[0], m = K.shape[1], i
+    cdef double acc = 0.0
+    cdef int nt = _threads(n * m)
+    if n == 0 or m == 0:
+        return 0.0
+    with nogil:
+        for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
+            acc += u[i] * mk_dot_f64(&K[i, 0], &v[0], m)
+    return acc

@@ -342,8 +342,9 @@ class LazyStack(KernelStack):
         step = self._block_rows(len(support))
         for start in range(0, len(support), step):
             stop = start + step
+            u = np.ascontiguousarray(vs[start:stop])
             for m, K in self._blocks(range(self.n_kernels), rows[start:stop], cols):
-                out[m] += vs[start:stop] @ (K @ vs)
+                out[m] += _stack.bilinear(np.ascontiguousarray(K), u, vs)
         return out
 
     def kernel(self, m: int) -> np.ndarray:

@@ -21,7 +21,13 @@ __all__ = [
 # Bases
 # -------------------------------------------------------------------------------------------------
 def gram(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
-    """``A B'`` (numpy calls BLAS syrk for ``A A'``, half the work of a general product)."""
+    """``A B'`` (numpy calls BLAS syrk for ``A A'``, half the work of a general product).
+
+    A single column (SimpleMKL's per-feature kernels) is an outer product: numpy's own loop, without
+    waking BLAS's thread pool for a rank-one product.
+    """
+    if A.shape[1] == 1:
+        return np.multiply.outer(A[:, 0], (A if symmetric else B)[:, 0])
     return A @ A.T if symmetric else A @ B.T
 
 
