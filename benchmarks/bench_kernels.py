@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import platform
 import resource
 import time
@@ -128,7 +129,7 @@ def bench_family(n: int, d: int) -> list[str]:
             return naive_simplemkl(X, dt)
 
         # Times without tracemalloc (its hooks slow allocations), then one traced run each for the peak.
-        t_ours, t_naive = best_times([ours, naive], repeat=1)
+        t_ours, t_naive = best_times([ours, naive], repeat=2)
         peak_ours, peak_naive = peak_traced(ours)[1], peak_traced(naive)[1]
         storage = M * n * n * np.dtype(dtype).itemsize
         lines.append(
@@ -169,7 +170,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     q = args.quick
-    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
+          f"load average at start {os.getloadavg()[0]:.1f}")
     print("| benchmark | ours | reference | ratio | target |")
     print("|---|---|---|---|---|")
     print(bench_rbf(1000 if q else 5000, 100, args.repeat), flush=True)
@@ -181,6 +183,7 @@ def main() -> None:
     if args.lazy_large:
         for line in bench_lazy_large(1000 if q else 5000, 20):
             print(line, flush=True)
+    print(f"load average at end {os.getloadavg()[0]:.1f}")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"\nmax resident set size of the whole run: {rss:.2f} GiB")
 

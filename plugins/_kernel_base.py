@@ -47,8 +47,13 @@ _STATS: dict[tuple[Hashable, ...], float] = {}
 
 
 def cached_statistic(X: np.ndarray, key: tuple[Hashable, ...], compute: Callable[[], float]) -> float:
-    """``compute()``, memoised for the lifetime of the array ``X``."""
-    full_key = (id(X), X.shape, *key)
+    """``compute()``, memoised for the lifetime of the array ``X``.
+
+    The key holds two O(n d) checksums of ``X`` besides its identity, so that an array changed in place
+    between two fits is not served a stale statistic.
+    """
+    checksum = (float(X.sum()), float(np.einsum("ij,ij->", X, X)))
+    full_key = (id(X), X.shape, checksum, *key)
     if full_key not in _STATS:
         _STATS[full_key] = float(compute())
         weakref.finalize(X, _STATS.pop, full_key, None)

@@ -163,6 +163,13 @@ def test_fitted_bandwidths(data):
     assert ModifiedChi2Kernel().fit(X).gamma_ == pytest.approx(1 / A if A > 0 else 1.0, rel=1e-9)
 
 
+def test_bandwidth_cache_sees_in_place_changes():
+    X = np.random.default_rng(10).random((15, 4))
+    first = ExpChi2Kernel().fit(X).gamma_
+    X *= 2.0  # chi-square distances double, so gamma halves
+    assert ExpChi2Kernel().fit(X).gamma_ == pytest.approx(first / 2)
+
+
 def test_bandwidth_uses_training_data_only():
     rng = np.random.default_rng(2)
     X = rng.random((20, 3))
