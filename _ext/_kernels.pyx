@@ -10,7 +10,6 @@ train x train kernel.
 
 from cython cimport floating
 from cython.parallel cimport prange
-from libc.float cimport DBL_EPSILON
 from libc.math cimport exp, pow, sqrt
 
 # The chi-square and intersection inner loops are written in C so that ``omp simd`` can vectorize their
@@ -41,6 +40,23 @@ cdef extern from *:
     """
     double mk_chi2_row(const double *a, const double *b, Py_ssize_t d) nogil
     double mk_min_row(const double *a, const double *b, Py_ssize_t d) nogil
+
+# One row of squared distances from the Gram matrix, in place.  In C with ``restrict`` so that the
+# compiler knows the row and the norms do not overlap and vectorises the loop (through Cython memoryview
+# indexing it stayed scalar: 3-5x slower than a numpy pass).
+cdef extern from *:
+    """
+    static inline void mk_sqdist_row(double *restrict g, const double *restrict nb, double na_i,
+                                     double scale, Py_ssize_t m) {
+        #pragma omp simd
+        for (Py_ssize_t j = 0; j < m; ++j) {
+            double v = na_i + nb[j] - 2.0 * g[j];
+            double noise = 8.0 * DBL_EPSILON * (na_i + nb[j]);
+            g[j] = v > noise ? scale * v : 0.0;
+        }
+    }
+    """
+    void mk_sqdist_row(double *g, const double *nb, double na_i, double scale, Py_ssize_t m) nogil
 
 
 # Element-wise maps from a base matrix (a distance or a Gram) to a kernel.  The codes are shared with
@@ -136,14 +152,13 @@ def sqdist_from_gram(double[:, ::1] G, const double[::1] na, const double[::1] n
     is set to exactly 0: a point is at distance 0 from itself.  ``scale`` (for example ``-gamma``)
     saves the caller a pass over the matrix.
     """
-    cdef Py_ssize_t n = G.shape[0], m = G.shape[1], i, j
-    cdef double v
+    cdef Py_ssize_t n = G.shape[0], m = G.shape[1], i
     cdef int nt = _threads(n * m)
+    if n == 0 or m == 0:
+        return
     with nogil:
         for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
-            for j in range(m):
-                v = na[i] + nb[j] - 2.0 * G[i, j]
-                G[i, j] = scale * v if v > 8.0 * DBL_EPSILON * (na[i] + nb[j]) else 0.0
+            mk_sqdist_row(&G[i, 0], &nb[0], na[i], scale, m)
             if symmetric:
                 G[i, i] = 0.0
 
