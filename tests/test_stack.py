@@ -256,3 +256,36 @@ def test_fitted_state_is_plain_attributes(normalize):
     for key, value in state.items():
         setattr(restored, key, value)
     np.testing.assert_allclose(restored.cross_stack(Z).to_array(), ks.cross_stack(Z).to_array())
+
+
+@pytest.mark.parametrize("normalize", NORMS)
+def test_indexed_builders_in_every_backend(normalize):
+    # Event6-style kernels of a given distance matrix beside a precomputed kernel: the features are
+    # sample indices into matrices over all samples.
+    from multikernel.plugins.kernels import PrecomputedKernel, event6_family
+
+    rng = np.random.default_rng(7)
+    P = rng.random((30, 3))
+    D = np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))
+    builders = event6_family(1, distances=[D], exponents=(-1, 1)) + [PrecomputedKernel(matrix=P @ P.T)]
+    idx = np.arange(30, dtype=float)[:, None]
+    out = {}
+    for backend in BACKENDS:
+        ks = KernelSet(builders, normalize=normalize, backend=backend, block_size=2000)
+        S, C = ks.fit_stack(idx[:20]), ks.cross_stack(idx[20:])
+        out[backend] = (S.to_array(), C.to_array(), S.quad_forms(np.linspace(-1, 1, 20)))
+    for backend in ("memmap", "lazy"):
+        for a, b in zip(out[backend], out["dense"], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    if normalize == "none":
+        np.testing.assert_allclose(out["dense"][1][-1], (P @ P.T)[20:, :20])
+
+
+def test_unit_diagonal_needs_self_similarity_of_new_samples():
+    from multikernel.plugins.kernels import PrecomputedKernel
+
+    K = np.eye(5) + 1.0
+    ks = KernelSet([PrecomputedKernel()], normalize="unit_diagonal")
+    ks.fit_stack(K)
+    with pytest.raises(ValueError, match="k\\(x, x\\)"):
+        ks.cross_stack(K[:2])
