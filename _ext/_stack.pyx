@@ -251,3 +251,14 @@ def bilinear(const double[:, ::1] K, const double[::1] u, const double[::1] v):
         for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
             acc += u[i] * mk_dot_f64(&K[i, 0], &v[0], m)
     return acc
+
+
+def axpy(double[:, ::1] out, const double[:, ::1] K, double w):
+    """``out += w * K`` in one pass (the lazy stack's accumulation of a computed block)."""
+    cdef Py_ssize_t n = K.shape[0], m = K.shape[1], i
+    cdef int nt = _threads(n * m)
+    if n == 0 or m == 0:
+        return
+    with nogil:
+        for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
+            mk_axpy4_f64(&out[i, 0], &K[i, 0], &K[i, 0], &K[i, 0], &K[i, 0], w, 0.0, 0.0, 0.0, 1, 0, m)

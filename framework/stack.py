@@ -329,8 +329,7 @@ class LazyStack(KernelStack):
             rows = self._rows[start:start + step]
             block = out[start:start + step]
             for m, K in self._blocks(active, rows, self._cols):
-                K *= weights[m]  # in place: no temporary of the block's size
-                block += K
+                _stack.axpy(block, np.ascontiguousarray(K), weights[m])
         return out
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
