@@ -5,13 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-
+from multikernel._blocks import group_builders, raw_blocks
 from multikernel.interfaces import KernelBuilder
-from multikernel.stack import DenseStack
+from multikernel.memory import (
+    BACKENDS,
+    StackMemoryEstimate,
+    available_memory,
+    check_budget,
+    estimate_stack_memory,
+    parse_bytes,
+)
+from multikernel.normalization import NORMALIZATIONS, Normalization
+from multikernel.stack import DenseStack, KernelStack, LazyStack, MemmapStack
+from sklearn.utils import check_array
 
-__all__ = ["KernelSet", "NORMALIZATIONS"]
-
-NORMALIZATIONS = ("none", "trace", "unit_diagonal")
+__all__ = ["KernelSet", "NORMALIZATIONS", "BACKENDS"]
 
 
 class KernelSet:
@@ -21,66 +29,198 @@ class KernelSet:
     ----------
     builders : sequence of KernelBuilder
         Unfitted builders; they are fitted on the training features in :meth:`fit_stack`.
-    normalize : {"none", "trace", "unit_diagonal"}
+    normalize : {"none", "trace", "unit_diagonal", "center"}
         ``"trace"`` scales each kernel so that its training trace equals n (mean diagonal 1);
-        ``"unit_diagonal"`` is the cosine normalization ``K_ij / sqrt(K_ii K_jj)``. The constants are
-        fitted on the training kernel and applied to the cross kernels.
+        ``"unit_diagonal"`` is the cosine normalization ``K_ij / sqrt(K_ii K_jj)``; ``"center"`` centres
+        the kernel in feature space on the training mean.  The constants are fitted on the training
+        kernels and applied to the cross kernels (see :mod:`multikernel.normalization`).
     dtype : {"float64", "float32"}
-        Storage precision of the stacks.
+        Storage precision of the stacks (operations always return float64).
+    backend : {"dense", "memmap", "lazy", "auto"}
+        Storage: in memory, in a memory-mapped file (``memmap_dir``, a temporary directory by default),
+        or recomputed from the features by blocks.  ``"auto"`` is ``"dense"`` when it fits in the
+        memory budget and ``"lazy"`` otherwise.
+    memory_budget : int or str, optional
+        Bytes a stack may use (``"4GB"``); by default the memory available now.  A stack that would
+        not fit raises :class:`~multikernel.errors.MemoryBudgetError` before anything is allocated.
+    memmap_dir : str, optional
+        Directory of the memory-mapped files.
+    block_size : int or str
+        The lazy backend's budget for one block of kernel values.
     """
 
-    def __init__(self, builders: Sequence[KernelBuilder], normalize: str = "none",
-                 dtype: str = "float64") -> None:
+    def __init__(self, builders: Sequence[KernelBuilder], normalize: str = "none", dtype: str = "float64",
+                 backend: str = "dense", memory_budget: int | str | None = None,
+                 memmap_dir: str | None = None, block_size: int | str = "256MB") -> None:
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}; got {normalize!r}")
+        if backend not in (*BACKENDS, "auto"):
+            raise ValueError(f"backend must be one of {(*BACKENDS, 'auto')}; got {backend!r}")
         if not builders:
             raise ValueError("at least one kernel builder is needed")
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.float32, np.float64):
+            raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
         self.builders = list(builders)
         self.normalize = normalize
-        self.dtype = np.dtype(dtype)
+        self.backend = backend
+        self.memory_budget = memory_budget
+        self.memmap_dir = memmap_dir
+        self.block_size = block_size
 
-    def fit_stack(self, X: np.ndarray) -> DenseStack:
+    # ---------------------------------------------------------------------------------------------
+    # Memory
+    # ---------------------------------------------------------------------------------------------
+    def estimate_memory(self, n_rows: int, n_cols: int | None = None, n_features: int = 0,
+                        backend: str | None = None) -> StackMemoryEstimate:
+        """Memory of a stack with this set's kernels over ``n_rows`` x ``n_cols`` samples."""
+        backend = backend or self.backend
+        if backend == "auto":
+            backend = self._choose_backend(n_rows, n_cols, n_features)
+        return estimate_stack_memory(len(self.builders), n_rows, n_cols, str(self.dtype), backend,
+                                     n_features, self.block_size)
+
+    def _budget(self) -> int:
+        return available_memory() if self.memory_budget is None else parse_bytes(self.memory_budget)
+
+    def _choose_backend(self, n_rows: int, n_cols: int | None, n_features: int) -> str:
+        if self.backend != "auto":
+            return self.backend
+        dense = self.estimate_memory(n_rows, n_cols, n_features, backend="dense")
+        return "dense" if dense.resident <= self._budget() else "lazy"
+
+    # ---------------------------------------------------------------------------------------------
+    # Stacks
+    # ---------------------------------------------------------------------------------------------
+    def fit_stack(self, X: np.ndarray) -> KernelStack:
         """Fit every builder on ``X`` and return the train x train stack."""
+        # One private copy shared by all builders (they keep their training features; a caller
+        # changing X afterwards must not change the fitted kernels).
+        X = check_array(X, dtype=np.float64, order="C", copy=True)
         n = len(X)
-        data = np.empty((len(self.builders), n, n), dtype=self.dtype)
-        self.scale_: list[float] = []
-        self.train_diag_: list[np.ndarray] = []
-        for m, b in enumerate(self.builders):
-            K = b.fit_transform(X)
-            diag = np.diag(K).copy()
-            self.train_diag_.append(diag)
-            data[m] = self._normalize(K, diag, diag, m, fitting=True)
-        return DenseStack(data)
+        self.backend_ = self._choose_backend(n, n, X.shape[1])
+        check_budget(self.estimate_memory(n, n, X.shape[1], self.backend_), self._budget())
+        for b in self.builders:
+            b.fit(X)
+        self.n_train_ = n
+        if self.backend_ == "lazy":
+            return self._fit_lazy(X)
+        norm_all = self._empty_normalization(len(self.builders), n)
+        data, finish = self._allocate((len(self.builders), n, n))
+        for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None, symmetric=True):
+            # Every normalization's constants of kernel m depend on kernel m only: fit them on the raw
+            # float64 kernel, normalize, store.  (K may be reused by the next kernel of its group.)
+            col_mean = [K.mean(axis=0)] if self.normalize == "center" else None
+            norm = Normalization.fit(self.normalize, [np.diagonal(K).copy()], col_mean)
+            for name in ("scale", "col_diag", "col_mean", "grand"):
+                value = getattr(norm, name)
+                if value is not None:
+                    getattr(norm_all, name)[m] = value[0]
+            data[m] = norm.apply(K, 0)
+        self._store_normalization(norm_all)
+        return finish()
 
-    def cross_stack(self, X: np.ndarray) -> DenseStack:
-        """The cross stack between ``X`` and the training features, shape (M, len(X), n_train)."""
-        n_train = len(self.train_diag_[0])
-        data = np.empty((len(self.builders), len(X), n_train), dtype=self.dtype)
-        for m, b in enumerate(self.builders):
-            K = b.transform(X)
-            row_diag = None
-            if self.normalize == "unit_diagonal":
-                row_diag = _self_similarity(b, X)
-            data[m] = self._normalize(K, row_diag, self.train_diag_[m], m, fitting=False)
-        return DenseStack(data)
-
-    def _normalize(self, K: np.ndarray, row_diag: np.ndarray | None, col_diag: np.ndarray, m: int,
-                   fitting: bool) -> np.ndarray:
-        if self.normalize == "none":
-            return K
+    def _empty_normalization(self, M: int, n: int) -> Normalization:
+        norm = Normalization(self.normalize)
         if self.normalize == "trace":
-            if fitting:
-                tr = float(np.trace(K))
-                self.scale_.append(len(K) / tr if tr > 0 else 1.0)
-            return K * self.scale_[m]
-        denom = np.sqrt(np.outer(np.maximum(row_diag, 1e-300), np.maximum(col_diag, 1e-300)))
-        return K / denom
+            norm.scale = np.ones(M)
+        elif self.normalize == "unit_diagonal":
+            norm.col_diag = norm.row_diag = np.ones((M, n))
+        elif self.normalize == "center":
+            norm.col_mean = norm.row_mean = np.zeros((M, n))
+            norm.grand = np.zeros(M)
+        return norm
+
+    def _allocate(self, shape: tuple[int, int, int]):
+        if self.backend_ == "memmap":
+            data, path, temporary = MemmapStack.create(shape, self.dtype, self.memmap_dir)
+
+            def finish() -> KernelStack:
+                data.flush()
+                return MemmapStack.open(path, shape, self.dtype, temporary)
+
+            return data, finish
+        data = np.empty(shape, dtype=self.dtype)
+        return data, lambda: DenseStack(data)
+
+    def _fit_lazy(self, X: np.ndarray) -> LazyStack:
+        M, n = len(self.builders), len(X)
+        block = parse_bytes(self.block_size)
+        raw = LazyStack(self.builders, X, Normalization("none"), n, block_bytes=block, dtype=self.dtype)
+        diags = list(raw.diag()) if self.normalize in ("trace", "unit_diagonal") else None
+        col_means = None
+        if self.normalize == "center":
+            # One pass over all kernels by row blocks: the training kernels' column means.
+            sums = np.zeros((M, n))
+            step = raw._block_rows(n)
+            for start in range(0, n, step):
+                for m, K in raw._blocks(range(M), raw._rows[start:start + step], raw._cols):
+                    sums[m] += K.sum(axis=0)
+            col_means = list(sums / n)
+        self._store_normalization(Normalization.fit(self.normalize, diags or [], col_means))
+        return LazyStack(self.builders, X, self.normalization_, n, block_bytes=block, dtype=self.dtype)
+
+    # The fitted constants are kept as plain array attributes (``scale_``, ``col_diag_``,
+    # ``col_mean_``, ``grand_``), so that generic persistence of fitted attributes can save and restore a
+    # kernel set; ``normalization_`` is rebuilt from them.
+    _NORM_FIELDS = ("scale", "col_diag", "col_mean", "grand")
+
+    def _store_normalization(self, norm: Normalization) -> None:
+        for name in self._NORM_FIELDS:
+            value = getattr(norm, name)
+            if value is not None:
+                setattr(self, f"{name}_", value)
+            elif hasattr(self, f"{name}_"):
+                delattr(self, f"{name}_")
+
+    @property
+    def normalization_(self) -> Normalization:
+        """The fitted normalization constants (training rows and columns)."""
+        if not hasattr(self, "n_train_"):
+            raise AttributeError("normalization_: the kernel set is not fitted")
+        fields = {name: getattr(self, f"{name}_", None) for name in self._NORM_FIELDS}
+        return Normalization(self.normalize, row_diag=fields["col_diag"], row_mean=fields["col_mean"],
+                             **fields)
+
+    def cross_stack(self, X: np.ndarray) -> KernelStack:
+        """The cross stack between ``X`` and the training features, shape (M, len(X), n_train)."""
+        if not hasattr(self, "n_train_"):
+            raise ValueError("call fit_stack before cross_stack")
+        X = check_array(X, dtype=np.float64, order="C")
+        M, n, n_train = len(self.builders), len(X), self.n_train_
+        check_budget(self.estimate_memory(n, n_train, X.shape[1], self.backend_), self._budget())
+        fitted = self.normalization_
+        row_diag = self._row_diag(X) if fitted.needs_row_diag else None
+        if self.backend_ == "lazy":
+            row_mean = None
+            if fitted.needs_row_mean:
+                raw = LazyStack(self.builders, X, Normalization("none"), n_train,
+                                block_bytes=parse_bytes(self.block_size))
+                row_mean = np.empty((M, n))
+                step = raw._block_rows(n_train)
+                for start in range(0, n, step):
+                    for m, K in raw._blocks(range(M), raw._rows[start:start + step], raw._cols):
+                        row_mean[m, start:start + step] = K.mean(axis=1)
+            norm = fitted.for_rows(row_diag, row_mean)
+            return LazyStack(self.builders, X, norm, n_train, block_bytes=parse_bytes(self.block_size),
+                             dtype=self.dtype)
+        data, finish = self._allocate((M, n, n_train))
+        row_mean = np.empty((M, n)) if fitted.needs_row_mean else None
+        norm = fitted.for_rows(row_diag, row_mean)
+        for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None):
+            if row_mean is not None:
+                row_mean[m] = K.mean(axis=1)
+            data[m] = norm.apply(K, m)
+        return finish()
+
+    def _row_diag(self, X: np.ndarray) -> np.ndarray:
+        out = np.empty((len(self.builders), len(X)))
+        for m, b in enumerate(self.builders):
+            if not hasattr(b, "self_similarity"):
+                raise ValueError(f"the unit_diagonal normalization needs k(x, x) of new samples, which the "
+                                 f"builder {b.describe()} does not provide (no self_similarity method)")
+            out[m] = b.self_similarity(X)
+        return out
 
     def describe(self) -> list[str]:
         return [b.describe() for b in self.builders]
-
-
-def _self_similarity(builder: KernelBuilder, X: np.ndarray) -> np.ndarray:
-    """``k(x_i, x_i)`` for each row of X, through the builder's own kernel."""
-    return np.array([builder._kernel(row[None, :], row[None, :])[0, 0]  # type: ignore[attr-defined]
-                     for row in builder._select(X)])  # type: ignore[attr-defined]

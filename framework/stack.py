@@ -1,12 +1,59 @@
-"""The kernel stack: M base kernels over the same rows and columns, and the fused operations on them."""
+"""The kernel stack: M base kernels over the same rows and columns, and the fused operations on them.
+
+Three storage backends share one interface:
+
+* :class:`DenseStack`: one array (M, n_rows, n_cols) in memory, float32 or float64;
+* :class:`MemmapStack`: the same array in a file, paged in by the operating system;
+* :class:`LazyStack`: no stored kernels; blocks are recomputed from the features when needed, within a
+  memory budget for one block.
+
+``subset(rows, cols)`` gives a view on a row/column subset (a cross-validation fold) without copying
+the stored kernels.
+"""
 
 from __future__ import annotations
 
+import os
+import tempfile
+import weakref
+from collections.abc import Sequence
+
 import numpy as np
-
+from multikernel._blocks import group_builders, raw_blocks
 from multikernel._ext import _stack
+from multikernel.interfaces import KernelBuilder
+from multikernel.normalization import Normalization
 
-__all__ = ["KernelStack", "DenseStack"]
+__all__ = ["KernelStack", "DenseStack", "MemmapStack", "LazyStack"]
+
+
+def _index(idx: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.ndarray:
+    if idx is None:
+        return np.arange(n, dtype=np.intp)
+    idx = np.asarray(idx)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise ValueError(f"a boolean {what} mask must have length {n}; got shape {idx.shape}")
+        return np.flatnonzero(idx).astype(np.intp)
+    idx = np.ascontiguousarray(idx.ravel(), dtype=np.intp)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise ValueError(f"{what} indices out of range for {n} {what}")
+    return np.ascontiguousarray(np.where(idx < 0, idx + n, idx), dtype=np.intp)
+
+
+def _weights(weights: np.ndarray, n_kernels: int) -> tuple[np.ndarray, np.ndarray]:
+    weights = np.ascontiguousarray(weights, dtype=np.float64).ravel()
+    if weights.shape != (n_kernels,):
+        raise ValueError(f"expected {n_kernels} weights, got shape {weights.shape}")
+    return weights, np.flatnonzero(weights).astype(np.intp)
+
+
+def _out(out: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray:
+    if out is None:
+        return np.empty(shape, dtype=np.float64)
+    if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
+        raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
+    return out
 
 
 class KernelStack:
@@ -20,6 +67,20 @@ class KernelStack:
     n_rows: int
     n_cols: int
 
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.n_kernels, self.n_rows, self.n_cols)
+
+    @property
+    def dtype(self) -> np.dtype:
+        """Precision of the stored kernels (operations return float64)."""
+        raise NotImplementedError
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes the stack holds (in memory, or on disk for a memory map)."""
+        raise NotImplementedError
+
     def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         """``sum_m weights[m] * K_m`` over the kernels with a non-zero weight, as float64."""
         raise NotImplementedError
@@ -32,24 +93,63 @@ class KernelStack:
         """The ``m``-th kernel as an array."""
         raise NotImplementedError
 
+    def diag(self) -> np.ndarray:
+        """The diagonals of all kernels, float64 of shape (M, n) (square stacks)."""
+        raise NotImplementedError
+
+    def trace(self) -> np.ndarray:
+        """The traces of all kernels, float64 of shape (M,) (square stacks)."""
+        return self.diag().sum(axis=1)
+
+    def subset(self, rows: Sequence[int] | np.ndarray, cols: Sequence[int] | np.ndarray | None = None
+               ) -> KernelStack:
+        """The stack restricted to ``rows`` and ``cols`` (``cols = rows`` when omitted), without copying
+        the stored kernels.  Indices (or boolean masks) refer to this stack's rows and columns."""
+        raise NotImplementedError
+
+    def to_array(self) -> np.ndarray:
+        """All kernels as one float64 array (M, n_rows, n_cols) (for tests and small stacks)."""
+        return np.stack([np.asarray(self.kernel(m), dtype=np.float64) for m in range(self.n_kernels)])
+
+    def _check_square(self, what: str) -> None:
+        if self.n_rows != self.n_cols:
+            raise ValueError(f"{what} needs a square stack; this one is {self.n_rows} x {self.n_cols}")
+
+    def _check_v(self, v: np.ndarray) -> np.ndarray:
+        self._check_square("quad_forms")
+        v = np.ascontiguousarray(v, dtype=np.float64).ravel()
+        if v.shape != (self.n_rows,):
+            raise ValueError(f"v must have length {self.n_rows}; got shape {v.shape}")
+        return v
+
 
 class DenseStack(KernelStack):
-    """A stack held in memory as one C-contiguous array of shape (M, n_rows, n_cols).
+    """A stack held as one C-contiguous array of shape (M, n_rows, n_cols), or a row/column subset of one.
 
     Parameters
     ----------
     data : ndarray of shape (M, n_rows, n_cols), float32 or float64
-        The kernels; used without a copy when already C-contiguous in a supported dtype.
+        The kernels; used without a copy when already C-contiguous in a supported dtype (a
+        ``numpy.memmap`` stays a memory map).
+    rows, cols : ndarray of int, optional
+        Restrict the stack to these rows and columns of ``data`` (see :meth:`subset`).
     """
 
-    def __init__(self, data: np.ndarray) -> None:
-        data = np.asarray(data)
+    def __init__(self, data: np.ndarray, rows: np.ndarray | None = None,
+                 cols: np.ndarray | None = None) -> None:
+        if not isinstance(data, np.ndarray):
+            data = np.asarray(data)
         if data.ndim != 3:
             raise ValueError(f"a kernel stack must have shape (M, n_rows, n_cols); got shape {data.shape}")
         if data.dtype not in (np.float32, np.float64):
             data = data.astype(np.float64)
-        self.data = np.ascontiguousarray(data)
-        self.n_kernels, self.n_rows, self.n_cols = self.data.shape
+        self.data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
+        M, n_rows, n_cols = self.data.shape
+        self._rows = None if rows is None else _index(rows, n_rows, "rows")
+        self._cols = None if cols is None else _index(cols, n_cols, "columns")
+        self.n_kernels = M
+        self.n_rows = n_rows if self._rows is None else len(self._rows)
+        self.n_cols = n_cols if self._cols is None else len(self._cols)
 
     @property
     def dtype(self) -> np.dtype:
@@ -59,24 +159,215 @@ class DenseStack(KernelStack):
     def nbytes(self) -> int:
         return int(self.data.nbytes)
 
+    @property
+    def _full(self) -> bool:
+        return self._rows is None and self._cols is None
+
+    def _rc(self) -> tuple[np.ndarray, np.ndarray]:
+        _, n_rows, n_cols = self.data.shape
+        rows = np.arange(n_rows, dtype=np.intp) if self._rows is None else self._rows
+        cols = np.arange(n_cols, dtype=np.intp) if self._cols is None else self._cols
+        return rows, cols
+
     def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        weights = np.ascontiguousarray(weights, dtype=np.float64)
-        if weights.shape != (self.n_kernels,):
-            raise ValueError(f"expected {self.n_kernels} weights, got shape {weights.shape}")
-        if out is None:
-            out = np.empty((self.n_rows, self.n_cols), dtype=np.float64)
-        active = np.flatnonzero(weights).astype(np.intp)
-        _stack.combine_dense(self.data, weights, active, out)
+        weights, active = _weights(weights, self.n_kernels)
+        out = _out(out, (self.n_rows, self.n_cols))
+        if self._full:
+            _stack.combine_dense(self.data, weights, active, out)
+        else:
+            rows, cols = self._rc()
+            _stack.combine_gather(self.data, weights, active, rows, cols, out)
         return out
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
-        if self.n_rows != self.n_cols:
-            raise ValueError("quad_forms needs a square (train x train) stack")
-        v = np.ascontiguousarray(v, dtype=np.float64)
+        v = self._check_v(v)
         support = np.flatnonzero(v).astype(np.intp)
         out = np.empty(self.n_kernels, dtype=np.float64)
-        _stack.quad_forms_dense(self.data, v, support, out)
+        if self._full:
+            _stack.quad_forms_dense(self.data, v, support, out)
+        else:
+            rows, cols = self._rc()
+            _stack.quad_forms_gather(self.data, np.ascontiguousarray(v[support]), rows[support],
+                                     cols[support], out)
         return out
 
     def kernel(self, m: int) -> np.ndarray:
-        return self.data[m]
+        if self._full:
+            return self.data[m]
+        rows, cols = self._rc()
+        return self.data[m][np.ix_(rows, cols)]
+
+    def diag(self) -> np.ndarray:
+        self._check_square("diag")
+        if self._full:
+            return np.array(self.data.diagonal(axis1=1, axis2=2), dtype=np.float64)
+        rows, cols = self._rc()
+        out = np.empty((self.n_kernels, self.n_rows), dtype=np.float64)
+        _stack.diag_gather(self.data, rows, cols, out)
+        return out
+
+    def subset(self, rows, cols=None) -> DenseStack:
+        r = _index(rows, self.n_rows, "rows")
+        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        base_rows, base_cols = self._rc()
+        return type(self)._view(self, base_rows[r], base_cols[c])
+
+    def _view(self, rows: np.ndarray, cols: np.ndarray) -> DenseStack:
+        view = DenseStack.__new__(type(self))
+        view.__dict__.update(self.__dict__)
+        view._rows, view._cols = rows, cols
+        view.n_rows, view.n_cols = len(rows), len(cols)
+        return view
+
+
+class MemmapStack(DenseStack):
+    """A dense stack stored in a file and memory-mapped read-only.
+
+    Build it with :meth:`create` (a writable map filled kernel by kernel, then reopened read-only).  A
+    file created in a temporary directory is deleted when the last stack using it is garbage-collected.
+    """
+
+    path: str
+
+    @classmethod
+    def create(cls, shape: tuple[int, int, int], dtype: np.dtype | str, directory: str | None = None
+               ) -> tuple[np.memmap, str, bool]:
+        """A writable memory map of ``shape`` in ``directory`` (a new temporary file); returns
+        ``(array, path, temporary)``."""
+        fd, path = tempfile.mkstemp(prefix="multikernel-stack-", suffix=".dat", dir=directory)
+        os.close(fd)
+        return np.memmap(path, dtype=dtype, mode="w+", shape=shape), path, True
+
+    @classmethod
+    def open(cls, path: str, shape: tuple[int, int, int], dtype: np.dtype | str, temporary: bool = False
+             ) -> MemmapStack:
+        """Map the finished file read-only; ``temporary`` files are deleted with the stack."""
+        data = np.memmap(path, dtype=dtype, mode="r", shape=shape)
+        stack = cls(data)
+        stack.path = path
+        if temporary:
+            weakref.finalize(data, _remove_file, path)
+        return stack
+
+
+def _remove_file(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+class LazyStack(KernelStack):
+    """A stack whose kernels are recomputed from the features when an operation needs them.
+
+    Memory: the features, the fitted builders, the normalization constants (O(M n)), and one block of
+    at most ``block_bytes`` of kernel values at a time, beside the outputs of the operations.  Each
+    operation costs a recomputation of the kernels it touches: ``combine`` all active kernels,
+    ``quad_forms`` only the support x support entries of every kernel.
+
+    Parameters
+    ----------
+    builders : sequence of fitted KernelBuilder
+        The kernels' builders, fitted on the training samples (the columns).
+    X : ndarray of shape (n_samples, n_features)
+        Features of the rows (the training features themselves for a training stack).
+    normalization : Normalization
+        Fitted constants, with row constants for the rows of ``X``.
+    rows, cols : ndarray of int, optional
+        Subset of the rows of ``X`` and of the training samples.
+    block_bytes : int
+        Budget for one float64 block of kernel values (and its base matrix).
+    """
+
+    def __init__(self, builders: Sequence[KernelBuilder], X: np.ndarray, normalization: Normalization,
+                 n_train: int, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
+                 block_bytes: int = 256 * 2**20, dtype: np.dtype | str = "float64") -> None:
+        self.builders = list(builders)
+        self.X = X
+        self.normalization = normalization
+        self.n_train = n_train
+        self._rows = np.arange(len(X), dtype=np.intp) if rows is None else rows
+        self._cols = np.arange(n_train, dtype=np.intp) if cols is None else cols
+        self._all_cols = cols is None
+        self.block_bytes = int(block_bytes)
+        self._dtype = np.dtype(dtype)
+        self.n_kernels = len(self.builders)
+        self.n_rows, self.n_cols = len(self._rows), len(self._cols)
+
+    @property
+    def dtype(self) -> np.dtype:
+        # Blocks are computed in float64; ``dtype`` is the precision requested for stored stacks.
+        return self._dtype
+
+    @property
+    def nbytes(self) -> int:
+        n = self.X.nbytes
+        for name in ("scale", "row_diag", "col_diag", "row_mean", "col_mean", "grand"):
+            arr = getattr(self.normalization, name)
+            n += 0 if arr is None else arr.nbytes
+        return int(n)
+
+    def _block_rows(self, n_cols: int) -> int:
+        # A base matrix and one kernel of the block are alive at once.
+        return max(1, self.block_bytes // (2 * 8 * max(n_cols, 1)))
+
+    def _blocks(self, ms: Sequence[int], rows: np.ndarray, cols: np.ndarray):
+        """Yield ``(m, K)`` with the normalized float64 block ``K_m[rows, cols]``."""
+        groups = group_builders(self.builders, ms)
+        col_arg = None if (self._all_cols and len(cols) == self.n_train
+                           and np.array_equal(cols, np.arange(self.n_train))) else cols
+        Xr = self.X[rows]
+        for m, K in raw_blocks(self.builders, groups, Xr, col_arg):
+            yield m, self.normalization.apply(K, m, rows, cols)
+
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        weights, active = _weights(weights, self.n_kernels)
+        out = _out(out, (self.n_rows, self.n_cols))
+        out[...] = 0.0
+        step = self._block_rows(self.n_cols)
+        for start in range(0, self.n_rows, step):
+            rows = self._rows[start:start + step]
+            block = out[start:start + step]
+            for m, K in self._blocks(active, rows, self._cols):
+                _stack.axpy(block, np.ascontiguousarray(K), weights[m])
+        return out
+
+    def quad_forms(self, v: np.ndarray) -> np.ndarray:
+        v = self._check_v(v)
+        support = np.flatnonzero(v)
+        vs = v[support]
+        rows, cols = self._rows[support], self._cols[support]
+        out = np.zeros(self.n_kernels, dtype=np.float64)
+        step = self._block_rows(len(support))
+        for start in range(0, len(support), step):
+            stop = start + step
+            u = np.ascontiguousarray(vs[start:stop])
+            for m, K in self._blocks(range(self.n_kernels), rows[start:stop], cols):
+                out[m] += _stack.bilinear(np.ascontiguousarray(K), u, vs)
+        return out
+
+    def kernel(self, m: int) -> np.ndarray:
+        out = np.empty((self.n_rows, self.n_cols), dtype=np.float64)
+        step = self._block_rows(self.n_cols)
+        for start in range(0, self.n_rows, step):
+            for _, K in self._blocks([m], self._rows[start:start + step], self._cols):
+                out[start:start + step] = K
+        return out
+
+    def diag(self) -> np.ndarray:
+        self._check_square("diag")
+        out = np.empty((self.n_kernels, self.n_rows), dtype=np.float64)
+        # Square blocks along the diagonal: O(n * step) kernel values per kernel.
+        step = max(1, min(1024, int(np.sqrt(self.block_bytes / 16))))
+        for start in range(0, self.n_rows, step):
+            stop = min(start + step, self.n_rows)
+            rows, cols = self._rows[start:stop], self._cols[start:stop]
+            for m, K in self._blocks(range(self.n_kernels), rows, cols):
+                out[m, start:stop] = np.diagonal(K)
+        return out
+
+    def subset(self, rows, cols=None) -> LazyStack:
+        r = _index(rows, self.n_rows, "rows")
+        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        return LazyStack(self.builders, self.X, self.normalization, self.n_train, self._rows[r],
+                         self._cols[c], self.block_bytes, self._dtype)

@@ -1,121 +1,72 @@
-"""Built-in kernel builders and kernel families."""
+"""Built-in kernel builders and kernel families (registered through the ``multikernel`` entry points).
+
+The builders live in ``_kernel_features`` (maps of feature vectors) and ``_kernel_special`` (given
+distances, precomputed kernels, products); this module names them and builds the families of the papers.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
-from sklearn.metrics.pairwise import euclidean_distances
-
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import KernelBuilder
 
+from ._kernel_base import FeatureKernel
+from ._kernel_features import (
+    CosineKernel,
+    ExpChi2Kernel,
+    IntersectionKernel,
+    InverseDistanceKernel,
+    InverseSquareDistanceKernel,
+    LaplacianKernel,
+    LinearKernel,
+    ModifiedChi2Kernel,
+    PolynomialKernel,
+    RBFKernel,
+)
+from ._kernel_special import DistanceKernel, PrecomputedKernel, ProductKernel
 
-class FeatureKernel(KernelBuilder):
-    """Base of the builders computed from (a subset of) the feature columns.
+__all__ = [
+    "FeatureKernel", "LinearKernel", "PolynomialKernel", "CosineKernel", "RBFKernel", "LaplacianKernel",
+    "InverseSquareDistanceKernel", "InverseDistanceKernel", "ExpChi2Kernel", "IntersectionKernel",
+    "ModifiedChi2Kernel", "DistanceKernel", "PrecomputedKernel", "ProductKernel", "BUILDERS", "FAMILIES",
+    "simplemkl_family", "rbf_poly_family", "event6_family", "chi2_family",
+]
 
-    ``columns`` is ``None`` for all features, or a sequence of column indices.
-    """
+BUILDERS: dict[str, type[KernelBuilder]] = {
+    cls.name: cls
+    for cls in (LinearKernel, PolynomialKernel, CosineKernel, RBFKernel, LaplacianKernel,
+                InverseSquareDistanceKernel, InverseDistanceKernel, ExpChi2Kernel, IntersectionKernel,
+                ModifiedChi2Kernel, DistanceKernel, PrecomputedKernel, ProductKernel)
+}
 
-    columns: Sequence[int] | None
-
-    def _select(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"features must be a 2-D array; got shape {X.shape}")
-        if self.columns is None:
-            return X
-        cols = np.asarray(self.columns, dtype=np.intp).ravel()
-        if cols.size == 0:
-            raise ValueError(f"{self.name}: the feature subset 'columns' is empty")
-        if cols.min() < -X.shape[1] or cols.max() >= X.shape[1]:
-            raise ValueError(f"{self.name}: columns {list(cols)} out of range for {X.shape[1]} features")
-        return X[:, cols]
-
-    def fit(self, X: np.ndarray, y: np.ndarray | None = None) -> FeatureKernel:
-        self.X_fit_ = self._select(X)
-        self._fit_parameters(self.X_fit_)
-        return self
-
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        Z = self._select(X)
-        if Z.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"{self.name}: expected {self.X_fit_.shape[1]} features, got {Z.shape[1]}")
-        return self._kernel(Z, self.X_fit_)
-
-    def _fit_parameters(self, X: np.ndarray) -> None:
-        """Learn data-dependent parameters (bandwidths) from the training features."""
-
-    def _kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+# Xu's Event6 kernel types, as feature builders and as kinds of a given distance matrix.
+_EVENT6_TYPES: tuple[tuple[type[FeatureKernel], str], ...] = (
+    (RBFKernel, "gaussian"),
+    (LaplacianKernel, "laplacian"),
+    (InverseSquareDistanceKernel, "inverse_square_distance"),
+    (InverseDistanceKernel, "inverse_distance"),
+)
 
 
-class LinearKernel(FeatureKernel):
-    """``k(x, x') = <x, x'>``."""
-
-    name = "linear"
-
-    def __init__(self, columns: Sequence[int] | None = None) -> None:
-        self.columns = columns
-
-    def _kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return A @ B.T
-
-
-class PolynomialKernel(FeatureKernel):
-    """``k(x, x') = (gamma <x, x'> + coef0) ** degree`` (SimpleMKL's form with the defaults)."""
-
-    name = "poly"
-
-    def __init__(self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0,
-                 columns: Sequence[int] | None = None) -> None:
-        self.degree = degree
-        self.gamma = gamma
-        self.coef0 = coef0
-        self.columns = columns
-
-    def _kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        return (self.gamma * (A @ B.T) + self.coef0) ** self.degree
-
-
-class RBFKernel(FeatureKernel):
-    """Gaussian kernel ``exp(-gamma ||x - x'||^2)``.
-
-    Give ``gamma``, or ``sigma`` (``gamma = 1 / (2 sigma^2)``), or neither: then
-    ``gamma = gamma_scale / A`` with ``A`` the mean squared distance between training points.
-    """
-
-    name = "rbf"
-
-    def __init__(self, gamma: float | None = None, sigma: float | None = None, gamma_scale: float = 1.0,
-                 columns: Sequence[int] | None = None) -> None:
-        self.gamma = gamma
-        self.sigma = sigma
-        self.gamma_scale = gamma_scale
-        self.columns = columns
-
-    def _fit_parameters(self, X: np.ndarray) -> None:
-        if self.gamma is not None and self.sigma is not None:
-            raise ValueError("rbf: give gamma or sigma, not both")
-        if self.gamma is not None:
-            self.gamma_ = float(self.gamma)
-        elif self.sigma is not None:
-            self.gamma_ = 1.0 / (2.0 * float(self.sigma) ** 2)
-        else:
-            mean_sq = float(np.mean(euclidean_distances(X, squared=True)))
-            self.gamma_ = self.gamma_scale / mean_sq if mean_sq > 0 else self.gamma_scale
-        if not (np.isfinite(self.gamma_) and self.gamma_ > 0):
-            raise ValueError(f"rbf: gamma must be positive and finite; got {self.gamma_!r}")
-
-    def _kernel(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
-        D = euclidean_distances(A, B, squared=True)
-        return np.exp(-self.gamma_ * D)
+def _groups(n_features: int, feature_groups: Sequence[Sequence[int]] | None) -> list[list[int] | None]:
+    if feature_groups is None:
+        return [None]
+    groups = [list(g) for g in feature_groups]
+    for g in groups:
+        if not g:
+            raise ValueError("a feature group is empty")
+        if min(g) < 0 or max(g) >= n_features:
+            raise ValueError(f"feature group {g} out of range for {n_features} features")
+    return groups
 
 
 def simplemkl_family(n_features: int, sigmas: Sequence[float] = tuple(2.0**k for k in range(-3, 7)),
                      degrees: Sequence[int] = (1, 2, 3), single_features: bool = True) -> list[KernelBuilder]:
-    """SimpleMKL's kernels: Gaussian (each sigma) and polynomial (each degree), on all features and on
-    each single feature: ``(len(sigmas) + len(degrees)) * (n_features + 1)`` kernels."""
+    """SimpleMKL's kernels (Rakotomamonjy et al. 2008; Xu's benchmarks): Gaussian ``exp(-||x - x'||^2 /
+    (2 sigma^2))`` for each sigma and polynomial ``(<x, x'> + 1)^d`` for each degree, on all features
+    and on each single feature: ``(len(sigmas) + len(degrees)) * (n_features + 1)`` kernels."""
     subsets: list[list[int] | None] = [None]
     if single_features:
         subsets += [[j] for j in range(n_features)]
@@ -135,11 +86,64 @@ def rbf_poly_family(n_features: int) -> list[KernelBuilder]:
     return out
 
 
+def event6_family(n_features: int, distances: Sequence[np.ndarray] | None = None,
+                  feature_groups: Sequence[Sequence[int]] | None = None,
+                  exponents: Sequence[float] = (-2, -1, 0, 1, 2),
+                  index_column: int = 0) -> list[KernelBuilder]:
+    """Xu's Event6 kernels: for each distance, Gaussian ``exp(-gamma D^2)``, Laplacian ``exp(-sqrt(gamma)
+    D)``, inverse square distance ``1 / (gamma D^2 + 1)`` and inverse distance ``1 / (sqrt(gamma) D +
+    1)``, with ``gamma = 4^(n-1) gamma_0``, ``gamma_0 = 1 / (mean squared training distance)``.
+
+    The distances are the given matrices over all samples (``distances``; the features then hold sample
+    indices in ``index_column``), or else the Euclidean distances of each feature group (all features by
+    default).  ``4 * len(exponents)`` kernels per distance (80 for the paper's 4 distances).
+    """
+    scales = [4.0 ** (n - 1) for n in exponents]
+    out: list[KernelBuilder] = []
+    if distances is not None:
+        for D in distances:
+            for _, kind in _EVENT6_TYPES:
+                out += [DistanceKernel(distances=D, kind=kind, gamma_scale=s, index_column=index_column)
+                        for s in scales]
+        return out
+    for cols in _groups(n_features, feature_groups):
+        for cls, _ in _EVENT6_TYPES:
+            out += [cls(gamma_scale=s, columns=cols) for s in scales]
+    return out
+
+
+def chi2_family(n_features: int, feature_groups: Sequence[Sequence[int]] | None = None,
+                distances: Sequence[np.ndarray] | None = None,
+                exponents: Sequence[float] = (-1, -0.5, 0, 0.5, 1),
+                index_column: int = 0) -> list[KernelBuilder]:
+    """Xu's YouTube kernels: exponential chi-square ``exp(-gamma D_chi2)`` with ``gamma = 4^(n-1) / A``,
+    ``A`` the mean chi-square distance between training samples, for each feature group (a histogram:
+    Trajectory, HOG, HOF, MBH in the paper) or each given chi-square distance matrix.
+
+    ``len(exponents)`` kernels per group (20 for the paper's 4 descriptors).
+    """
+    scales = [4.0 ** (n - 1) for n in exponents]
+    if distances is not None:
+        return [DistanceKernel(distances=D, kind="exponential", gamma_scale=s, index_column=index_column)
+                for D in distances for s in scales]
+    return [ExpChi2Kernel(gamma_scale=s, columns=cols)
+            for cols in _groups(n_features, feature_groups) for s in scales]
+
+
+FAMILIES: dict[str, Callable[..., list[KernelBuilder]]] = {
+    "simplemkl": simplemkl_family,
+    "rbf_poly": rbf_poly_family,
+    "event6": event6_family,
+    "chi2": chi2_family,
+    "youtube": chi2_family,
+}
+
+
 @hookimpl
 def multikernel_kernel_builders() -> dict[str, type[KernelBuilder]]:
-    return {"linear": LinearKernel, "poly": PolynomialKernel, "rbf": RBFKernel}
+    return dict(BUILDERS)
 
 
 @hookimpl
-def multikernel_kernel_families() -> dict[str, object]:
-    return {"simplemkl": simplemkl_family, "rbf_poly": rbf_poly_family}
+def multikernel_kernel_families() -> dict[str, Callable[..., list[KernelBuilder]]]:
+    return dict(FAMILIES)

@@ -1,0 +1,425 @@
+"""Built-in kernel builders computed from feature vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from multikernel._ext import _kernels
+
+from ._kernel_base import FeatureKernel, apply_map, cached_statistic, mean_offdiag, resolve_gamma
+
+__all__ = [
+    "LinearKernel", "PolynomialKernel", "CosineKernel", "RBFKernel", "LaplacianKernel",
+    "InverseSquareDistanceKernel", "InverseDistanceKernel", "ExpChi2Kernel", "IntersectionKernel",
+    "ModifiedChi2Kernel", "gram", "squared_distances", "chi2_distances", "modified_chi2_distances",
+    "mean_squared_distance",
+]
+
+
+# -------------------------------------------------------------------------------------------------
+# Bases
+# -------------------------------------------------------------------------------------------------
+def gram(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
+    """``A B'`` (numpy calls BLAS syrk for ``A A'``, half the work of a general product).
+
+    A single column (SimpleMKL's per-feature kernels) is an outer product: numpy's own loop, without
+    waking BLAS's thread pool for a rank-one product.
+    """
+    if A.shape[1] == 1:
+        return np.multiply.outer(A[:, 0], (A if symmetric else B)[:, 0])
+    return A @ A.T if symmetric else A @ B.T
+
+
+def squared_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False,
+                      scale: float = 1.0) -> np.ndarray:
+    """``scale * ||a_i - b_j||^2`` through the Gram matrix, clipped at 0, exact 0 on a symmetric diagonal."""
+    G = np.ascontiguousarray(gram(A, B, symmetric))
+    na = np.einsum("ij,ij->i", A, A)
+    nb = na if symmetric else np.einsum("ij,ij->i", B, B)
+    _kernels.sqdist_from_gram(G, na, nb, symmetric, scale)
+    return G
+
+
+def chi2_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
+    """``sum_k (a_k - b_k)^2 / (a_k + b_k)`` for non-negative features (0/0 terms count 0)."""
+    out = np.empty((A.shape[0], B.shape[0]), dtype=np.float64)
+    _kernels.chi2_distances(A, A if symmetric else B, symmetric, out)
+    return out
+
+
+def modified_chi2_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
+    """Bucak's "modified chi-square" ``||a - b||^2 / ||a + b||^2`` (0 when a = b = 0)."""
+    G = np.ascontiguousarray(gram(A, B, symmetric))
+    na = np.einsum("ij,ij->i", A, A)
+    nb = na if symmetric else np.einsum("ij,ij->i", B, B)
+    den = na[:, None] + nb[None, :] + 2.0 * G
+    # The numerator with the cancellation-noise cut of squared_distances (equal points give exactly 0).
+    _kernels.sqdist_from_gram(G, na, nb, symmetric, 1.0)
+    return np.divide(G, den, out=np.zeros_like(G), where=den > 0)
+
+
+def mean_squared_distance(A: np.ndarray) -> float:
+    """Mean of ``||a_i - a_j||^2`` over the pairs ``i != j``, in O(n d).
+
+    ``sum_{i,j} ||a_i - a_j||^2 = 2 n sum_k var_k`` (population variances), and the n diagonal terms
+    are 0, so the off-diagonal mean is ``2 n / (n - 1) * sum_k var_k``.
+    """
+    n = A.shape[0]
+    if n < 2:
+        return 0.0
+    total_var = float(A.var(axis=0).sum())
+    # Equal points leave a rounding residue of about (eps |x|)^2 in the variance: that is a zero distance.
+    if total_var <= 1e-24 * float(np.einsum("ij,ij->", A, A)) / n:
+        return 0.0
+    return 2.0 * n / (n - 1) * total_var
+
+
+def _mean_chi2(A: np.ndarray) -> float:
+    n = A.shape[0]
+    return 0.0 if n < 2 else _kernels.chi2_sum_offdiag(A) / (n * (n - 1) / 2)
+
+
+# -------------------------------------------------------------------------------------------------
+# Dot-product kernels
+# -------------------------------------------------------------------------------------------------
+class LinearKernel(FeatureKernel):
+    """``k(x, x') = <x, x'>``.
+
+    Parameters
+    ----------
+    columns : sequence of int, optional
+        Feature subset (all features when ``None``).
+    """
+
+    name = "linear"
+    _base_kind = "dot"
+
+    def __init__(self, columns: Sequence[int] | None = None) -> None:
+        self.columns = columns
+
+    def _base(self, A, B, symmetric):
+        return gram(A, B, symmetric)
+
+    def _apply(self, base, out):
+        return apply_map(base, "scale", out)
+
+    def _self_similarity(self, A):
+        return np.einsum("ij,ij->i", A, A)
+
+
+class PolynomialKernel(FeatureKernel):
+    """``k(x, x') = (gamma <x, x'> + coef0) ** degree`` (SimpleMKL's ``(<x, x'> + 1)^d`` by default).
+
+    Parameters
+    ----------
+    degree : int
+        Positive integer degree (the kernel is PSD for integer degrees and ``coef0 >= 0``).
+    gamma : float
+        Scale of the inner product.
+    coef0 : float
+        Offset, ``>= 0``.
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "poly"
+    _base_kind = "dot"
+
+    def __init__(self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0,
+                 columns: Sequence[int] | None = None) -> None:
+        self.degree = degree
+        self.gamma = gamma
+        self.coef0 = coef0
+        self.columns = columns
+
+    def _fit_parameters(self, A, X):
+        if int(self.degree) != self.degree or self.degree < 1:
+            raise ValueError(f"poly: degree must be a positive integer; got {self.degree!r}")
+        if not (self.gamma > 0 and self.coef0 >= 0):
+            raise ValueError(f"poly: need gamma > 0 and coef0 >= 0; got {self.gamma!r}, {self.coef0!r}")
+
+    def _base(self, A, B, symmetric):
+        return gram(A, B, symmetric)
+
+    def _apply(self, base, out):
+        return apply_map(base, "pow", out, float(self.gamma), float(self.coef0), float(self.degree))
+
+    def _self_similarity(self, A):
+        return (self.gamma * np.einsum("ij,ij->i", A, A) + self.coef0) ** int(self.degree)
+
+
+class CosineKernel(FeatureKernel):
+    """``k(x, x') = <x, x'> / (||x|| ||x'||)``; 0 when either vector is 0.
+
+    Parameters
+    ----------
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "cosine"
+    _base_kind = "cosine"
+
+    def __init__(self, columns: Sequence[int] | None = None) -> None:
+        self.columns = columns
+
+    def _base(self, A, B, symmetric):
+        G = gram(A, B, symmetric)
+        na = np.sqrt(np.einsum("ij,ij->i", A, A))
+        nb = na if symmetric else np.sqrt(np.einsum("ij,ij->i", B, B))
+        # Zero vectors get the norm inf, so their row and column are 0 (as in scikit-learn).
+        na = np.where(na > 0, na, np.inf)
+        nb = np.where(nb > 0, nb, np.inf)
+        G /= na[:, None]
+        G /= nb[None, :]
+        return G
+
+    def _apply(self, base, out):
+        return apply_map(base, "scale", out)
+
+    def _self_similarity(self, A):
+        return (np.einsum("ij,ij->i", A, A) > 0).astype(np.float64)
+
+
+# -------------------------------------------------------------------------------------------------
+# Kernels of the Euclidean distance
+# -------------------------------------------------------------------------------------------------
+class _DistanceMapKernel(FeatureKernel):
+    """A map of the squared Euclidean distance with ``gamma`` given, from ``sigma``, or relative to the
+    mean squared training distance ``A``: ``gamma = gamma_scale / A`` (Xu's ``gamma_0 = 1 / A``)."""
+
+    _base_kind = "sqeuclidean"
+    _map = ""
+
+    def __init__(self, gamma: float | None = None, sigma: float | None = None, gamma_scale: float = 1.0,
+                 columns: Sequence[int] | None = None) -> None:
+        self.gamma = gamma
+        self.sigma = sigma
+        self.gamma_scale = gamma_scale
+        self.columns = columns
+
+    def _gamma_from_sigma(self, sigma: float) -> float:
+        raise NotImplementedError
+
+    def _fit_parameters(self, A, X):
+        if self.gamma is not None and self.sigma is not None:
+            raise ValueError(f"{self.name}: give gamma or sigma, not both")
+        gamma = self.gamma
+        if self.sigma is not None:
+            if not self.sigma > 0:
+                raise ValueError(f"{self.name}: sigma must be positive; got {self.sigma!r}")
+            gamma = self._gamma_from_sigma(float(self.sigma))
+        key = ("sqeuclidean", self.base_key()[1])
+        self.gamma_ = resolve_gamma(self.name, gamma, self.gamma_scale,
+                                    lambda: cached_statistic(X, key, lambda: mean_squared_distance(A)))
+
+    def _base(self, A, B, symmetric):
+        return squared_distances(A, B, symmetric)
+
+    def _kernel(self, A, B, symmetric=False):
+        if self._map == "exp":
+            # Fold -gamma into the distance pass: one pass fewer over the matrix.
+            D = squared_distances(A, B, symmetric, scale=-self.gamma_)
+            return np.exp(D, out=D)
+        return super()._kernel(A, B, symmetric)
+
+    def _self_similarity(self, A):
+        return np.ones(A.shape[0])
+
+
+class RBFKernel(_DistanceMapKernel):
+    """Gaussian kernel ``exp(-gamma ||x - x'||^2)``.
+
+    Parameters
+    ----------
+    gamma : float, optional
+        The bandwidth parameter.
+    sigma : float, optional
+        Alternative to ``gamma``: ``gamma = 1 / (2 sigma^2)`` (SimpleMKL's parameterisation).
+    gamma_scale : float
+        With neither ``gamma`` nor ``sigma``: ``gamma = gamma_scale / A``, ``A`` the mean squared
+        distance between distinct training points.
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "rbf"
+    _map = "exp"
+
+    def _gamma_from_sigma(self, sigma):
+        return 1.0 / (2.0 * sigma**2)
+
+    def _apply(self, base, out):
+        return apply_map(base, "exp", out, self.gamma_)
+
+
+class LaplacianKernel(_DistanceMapKernel):
+    """Laplacian kernel ``exp(-sqrt(gamma) ||x - x'||)`` (Xu's Event6 form).
+
+    Parameters are those of :class:`RBFKernel`; ``sigma`` gives ``gamma = 1 / sigma^2``.
+    """
+
+    name = "laplacian"
+
+    def _gamma_from_sigma(self, sigma):
+        return 1.0 / sigma**2
+
+    def _apply(self, base, out):
+        return apply_map(base, "exp_sqrt", out, np.sqrt(self.gamma_))
+
+
+class InverseSquareDistanceKernel(_DistanceMapKernel):
+    """Inverse square distance kernel ``1 / (gamma ||x - x'||^2 + 1)`` (PSD: a Cauchy kernel).
+
+    Parameters are those of :class:`RBFKernel`; ``sigma`` gives ``gamma = 1 / sigma^2``.
+    """
+
+    name = "inverse_square_distance"
+
+    def _gamma_from_sigma(self, sigma):
+        return 1.0 / sigma**2
+
+    def _apply(self, base, out):
+        return apply_map(base, "inv", out, self.gamma_)
+
+
+class InverseDistanceKernel(_DistanceMapKernel):
+    """Inverse distance kernel ``1 / (sqrt(gamma) ||x - x'|| + 1)``.
+
+    PSD: ``1 / (1 + sqrt(s))`` is completely monotone in ``s = ||x - x'||^2`` (Schoenberg).
+    Parameters are those of :class:`RBFKernel`; ``sigma`` gives ``gamma = 1 / sigma^2``.
+    """
+
+    name = "inverse_distance"
+
+    def _gamma_from_sigma(self, sigma):
+        return 1.0 / sigma**2
+
+    def _apply(self, base, out):
+        return apply_map(base, "inv_sqrt", out, np.sqrt(self.gamma_))
+
+
+# -------------------------------------------------------------------------------------------------
+# Histogram kernels (non-negative features)
+# -------------------------------------------------------------------------------------------------
+class ExpChi2Kernel(FeatureKernel):
+    """Exponential chi-square kernel ``exp(-gamma D_chi2(x, x'))``, ``D_chi2 = sum_k (x_k - x'_k)^2 /
+    (x_k + x'_k)``, for non-negative features (histograms).
+
+    Parameters
+    ----------
+    gamma : float, optional
+        Given bandwidth.  Otherwise ``gamma = gamma_scale / A``, ``A`` the mean chi-square distance
+        (not squared) between distinct training points (Xu's YouTube kernels: ``gamma_scale = 4^(n-1)``).
+    gamma_scale : float
+        Multiplier of ``1 / A``.
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "exp_chi2"
+    _base_kind = "chi2"
+    nonnegative = True
+
+    def __init__(self, gamma: float | None = None, gamma_scale: float = 1.0,
+                 columns: Sequence[int] | None = None) -> None:
+        self.gamma = gamma
+        self.gamma_scale = gamma_scale
+        self.columns = columns
+
+    def _fit_parameters(self, A, X):
+        key = ("chi2", self.base_key()[1])
+        self.gamma_ = resolve_gamma(self.name, self.gamma, self.gamma_scale,
+                                    lambda: cached_statistic(X, key, lambda: _mean_chi2(A)))
+
+    def _base(self, A, B, symmetric):
+        return chi2_distances(A, B, symmetric)
+
+    def _apply(self, base, out):
+        return apply_map(base, "exp", out, self.gamma_)
+
+    def _kernel(self, A, B, symmetric=False):
+        if symmetric:
+            # Fused distance + exp over the upper triangle: the train kernel in one pass.
+            out = np.empty((A.shape[0], A.shape[0]), dtype=np.float64)
+            _kernels.chi2_exp_symmetric(A, self.gamma_, out)
+            return out
+        return super()._kernel(A, B, symmetric)
+
+    def _self_similarity(self, A):
+        return np.ones(A.shape[0])
+
+
+class IntersectionKernel(FeatureKernel):
+    """Histogram intersection ``k(x, x') = sum_k min(x_k, x'_k)`` for non-negative features.
+
+    Parameters
+    ----------
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "intersection"
+    _base_kind = "intersection"
+    nonnegative = True
+
+    def __init__(self, columns: Sequence[int] | None = None) -> None:
+        self.columns = columns
+
+    def _base(self, A, B, symmetric):
+        out = np.empty((A.shape[0], B.shape[0]), dtype=np.float64)
+        _kernels.intersection(A, A if symmetric else B, symmetric, out)
+        return out
+
+    def _apply(self, base, out):
+        return apply_map(base, "scale", out)
+
+    def _self_similarity(self, A):
+        return A.sum(axis=1)
+
+
+class ModifiedChi2Kernel(FeatureKernel):
+    """Bucak's "modified chi-square" kernel ``exp(-gamma d(x, x'))``, ``d = ||x - x'||^2 / ||x + x'||^2``
+    (Bucak thesis Ch. 5, as printed), for non-negative features.
+
+    ``d`` is a distance-like quantity in [0, 1]; the kernel is its exponential map with ``gamma = 1 /
+    sigma``, ``sigma`` the mean training ``d`` (times ``1 / gamma_scale``).  Unlike the other
+    exponential kernels it is not guaranteed PSD.
+
+    Parameters
+    ----------
+    gamma : float, optional
+        Given bandwidth.  Otherwise ``gamma = gamma_scale / A``, ``A`` the mean ``d`` between distinct
+        training points.
+    gamma_scale : float
+        Multiplier of ``1 / A``.
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    name = "chi2_modified"
+    _base_kind = "chi2_modified"
+    nonnegative = True
+    psd = False
+
+    def __init__(self, gamma: float | None = None, gamma_scale: float = 1.0,
+                 columns: Sequence[int] | None = None) -> None:
+        self.gamma = gamma
+        self.gamma_scale = gamma_scale
+        self.columns = columns
+
+    def _fit_parameters(self, A, X):
+        key = ("chi2_modified", self.base_key()[1])
+        self.gamma_ = resolve_gamma(
+            self.name, self.gamma, self.gamma_scale,
+            lambda: cached_statistic(X, key, lambda: mean_offdiag(modified_chi2_distances(A, A, True))))
+
+    def _base(self, A, B, symmetric):
+        return modified_chi2_distances(A, B, symmetric)
+
+    def _apply(self, base, out):
+        return apply_map(base, "exp", out, self.gamma_)
+
+    def _self_similarity(self, A):
+        return np.ones(A.shape[0])

@@ -1,0 +1,291 @@
+"""The kernel stack: fused operations, subsets, backends, normalizations and the memory budget."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from multikernel.errors import MemoryBudgetError
+from multikernel.kernelset import KernelSet
+from multikernel.memory import estimate_stack_memory, parse_bytes
+from multikernel.plugins.kernels import (
+    ExpChi2Kernel,
+    LinearKernel,
+    PolynomialKernel,
+    ProductKernel,
+    RBFKernel,
+    simplemkl_family,
+)
+from multikernel.stack import DenseStack, LazyStack, MemmapStack
+
+BACKENDS = ("dense", "memmap", "lazy")
+NORMS = ("none", "trace", "unit_diagonal", "center")
+
+
+def _builders():
+    # Shared bases (three RBFs, two dot-product kernels), a histogram kernel and a product: every path
+    # of the block computation.
+    return [RBFKernel(gamma_scale=s) for s in (0.5, 1.0, 2.0)] + [
+        LinearKernel(columns=[0, 2]), PolynomialKernel(degree=2, columns=[0, 2]),
+        ExpChi2Kernel(gamma_scale=1.0), ProductKernel(factors=[RBFKernel(gamma=1.0), LinearKernel()])]
+
+
+def _data(seed=0, n=23, n_test=9, d=4):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, d)), rng.random((n_test, d))
+
+
+# -------------------------------------------------------------------------------------------------
+# Fused operations on dense stacks, float32 and float64, full and subset
+# -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), M=st.integers(1, 6), n=st.integers(1, 30),
+       density=st.floats(0.0, 1.0))
+def test_dense_ops_match_numpy(dtype, seed, M, n, density):
+    rng = np.random.default_rng(seed)
+    K = rng.standard_normal((M, n, n)).astype(dtype)
+    K = K + K.transpose(0, 2, 1)
+    w = rng.random(M) * (rng.random(M) < 0.7)
+    v = rng.standard_normal(n) * (rng.random(n) < density)
+    S = DenseStack(K)
+    K64 = K.astype(np.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(S.combine(w), np.einsum("m,mij->ij", w, K64), rtol=tol, atol=tol)
+    np.testing.assert_allclose(S.quad_forms(v), np.einsum("i,mij,j->m", v, K64, v), rtol=tol, atol=tol)
+    np.testing.assert_allclose(S.diag(), np.diagonal(K64, axis1=1, axis2=2))
+    np.testing.assert_allclose(S.trace(), np.trace(K64, axis1=1, axis2=2), rtol=tol)
+    assert S.combine(w).dtype == np.float64 and S.dtype == dtype
+
+    rows = rng.permutation(n)[: max(1, n // 2)]
+    cols = rng.integers(0, n, size=max(1, n // 3))
+    sub = S.subset(rows, cols)
+    ref = K64[:, rows][:, :, cols]
+    np.testing.assert_allclose(sub.combine(w), np.einsum("m,mij->ij", w, ref), rtol=tol, atol=tol)
+    np.testing.assert_allclose(sub.kernel(M - 1), ref[M - 1])
+    sq = S.subset(rows)
+    ref = K64[:, rows][:, :, rows]
+    vs = v[rows]
+    np.testing.assert_allclose(sq.quad_forms(vs), np.einsum("i,mij,j->m", vs, ref, vs), rtol=tol, atol=tol)
+    np.testing.assert_allclose(sq.diag(), np.diagonal(ref, axis1=1, axis2=2))
+    # A subset of a subset indexes the subset's rows.
+    np.testing.assert_allclose(sq.subset([0]).kernel(0), ref[0][:1, :1])
+    assert np.shares_memory(sub.data, K)
+
+
+def test_quad_forms_reads_only_the_support():
+    K = np.full((2, 6, 6), np.nan)
+    K[:, 1:3, 1:3] = [[2.0, 1.0], [1.0, 3.0]]
+    v = np.zeros(6)
+    v[1:3] = [1.0, -1.0]
+    np.testing.assert_allclose(DenseStack(K).quad_forms(v), [3.0, 3.0])
+
+
+def test_combine_skips_zero_weights_and_validates():
+    K = np.ones((3, 4, 4))
+    K[1] = np.nan  # a kernel with weight 0 is not read
+    S = DenseStack(K)
+    np.testing.assert_allclose(S.combine([1.0, 0.0, 2.0]), np.full((4, 4), 3.0))
+    with pytest.raises(ValueError, match="3 weights"):
+        S.combine([1.0, 2.0])
+    with pytest.raises(ValueError, match="square"):
+        DenseStack(np.ones((1, 3, 4))).quad_forms(np.ones(3))
+    with pytest.raises(ValueError, match="out of range"):
+        S.subset([7])
+
+
+# -------------------------------------------------------------------------------------------------
+# Backends agree with dense
+# -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("normalize", NORMS)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_backends_give_the_same_results(normalize, dtype, tmp_path):
+    X, Z = _data()
+    rng = np.random.default_rng(1)
+    results = {}
+    for backend in BACKENDS:
+        ks = KernelSet(_builders(), normalize=normalize, dtype=dtype, backend=backend,
+                       memmap_dir=str(tmp_path), block_size=3000)  # a few rows per block
+        S, C = ks.fit_stack(X), ks.cross_stack(Z)
+        w = rng.random(S.n_kernels) if backend == "dense" else results["dense"]["w"]
+        v = (rng.standard_normal(len(X)) * (rng.random(len(X)) < 0.6) if backend == "dense"
+             else results["dense"]["v"])
+        fold = np.arange(0, len(X), 2)
+        results[backend] = {
+            "w": w, "v": v, "train": S.to_array(), "cross": C.to_array(), "combine": S.combine(w),
+            "cross_combine": C.combine(w), "quad": S.quad_forms(v), "diag": S.diag(), "trace": S.trace(),
+            "fold_quad": S.subset(fold).quad_forms(v[fold]),
+            "fold_cross": S.subset(fold + 1 if fold[-1] + 1 < len(X) else fold[:-1] + 1, fold).combine(w),
+        }
+        assert isinstance(S, {"dense": DenseStack, "memmap": MemmapStack, "lazy": LazyStack}[backend])
+    tol = 2e-6 if dtype == "float32" else 1e-9
+    for backend in ("memmap", "lazy"):
+        for key, ref in results["dense"].items():
+            np.testing.assert_allclose(results[backend][key], ref, rtol=tol, atol=tol,
+                                       err_msg=f"{backend} {key}")
+
+
+def test_memmap_file_is_removed_with_the_stack(tmp_path):
+    X, _ = _data()
+    S = KernelSet(_builders(), backend="memmap", memmap_dir=str(tmp_path)).fit_stack(X)
+    assert isinstance(S.data, np.memmap) and not S.data.flags.writeable
+    assert len(os.listdir(tmp_path)) == 1
+    del S
+    import gc
+
+    gc.collect()
+    assert os.listdir(tmp_path) == []
+
+
+# -------------------------------------------------------------------------------------------------
+# Normalizations: invariants, and the same constants for cross kernels
+# -------------------------------------------------------------------------------------------------
+def _raw(builders, X, Z):
+    K = np.stack([b.fit_transform(X) for b in builders])
+    C = np.stack([b.transform(Z) for b in builders])
+    Dz = np.stack([b.self_similarity(Z) for b in builders])
+    return K, C, Dz
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_normalization_invariants(backend):
+    X, Z = _data(3)
+    K, C, Dz = _raw(_builders(), X, Z)
+    n = len(X)
+    kw = dict(backend=backend, block_size=3000)
+
+    ks = KernelSet(_builders(), normalize="trace", **kw)
+    S, Cs = ks.fit_stack(X).to_array(), ks.cross_stack(Z).to_array()
+    np.testing.assert_allclose(np.trace(S, axis1=1, axis2=2), n, rtol=1e-10)
+    s = n / np.trace(K, axis1=1, axis2=2)
+    np.testing.assert_allclose(Cs, C * s[:, None, None], rtol=1e-10)
+
+    ks = KernelSet(_builders(), normalize="unit_diagonal", **kw)
+    S, Cs = ks.fit_stack(X).to_array(), ks.cross_stack(Z).to_array()
+    np.testing.assert_allclose(np.diagonal(S, axis1=1, axis2=2), 1.0, rtol=1e-10)
+    dX = np.diagonal(K, axis1=1, axis2=2)
+    np.testing.assert_allclose(Cs, C / np.sqrt(Dz[:, :, None] * dX[:, None, :]), rtol=1e-9)
+
+    ks = KernelSet(_builders(), normalize="center", **kw)
+    S, Cs = ks.fit_stack(X).to_array(), ks.cross_stack(Z).to_array()
+    np.testing.assert_allclose(S.sum(axis=1), 0.0, atol=1e-9)
+    np.testing.assert_allclose(S.sum(axis=2), 0.0, atol=1e-9)
+    H = np.eye(n) - 1.0 / n
+    np.testing.assert_allclose(S, H @ K @ H, atol=1e-10)
+    # Cross kernel = the kernel of features centred by the *training* mean (for the linear kernel: a
+    # closed form).
+    lin = 3
+    mu = X[:, [0, 2]].mean(axis=0)
+    np.testing.assert_allclose(Cs[lin], (Z[:, [0, 2]] - mu) @ (X[:, [0, 2]] - mu).T, atol=1e-10)
+    # Centring keeps PSD kernels PSD.
+    assert np.linalg.eigvalsh(S[0]).min() > -1e-9
+
+
+def test_cross_stack_on_training_rows_equals_train_stack():
+    X, _ = _data(4)
+    for normalize in NORMS:
+        ks = KernelSet(_builders(), normalize=normalize)
+        train = ks.fit_stack(X).to_array()
+        np.testing.assert_allclose(ks.cross_stack(X).to_array(), train, atol=1e-10)
+
+
+# -------------------------------------------------------------------------------------------------
+# Memory estimate and budget
+# -------------------------------------------------------------------------------------------------
+def test_memory_estimate_and_budget_error():
+    est = estimate_stack_memory(273, 5000, dtype="float32")
+    assert est.storage == 273 * 5000 * 5000 * 4  # 27.3 GB: the simplemkl family for n = 5000, d = 20
+    lazy = estimate_stack_memory(273, 5000, dtype="float32", backend="lazy", n_features=20)
+    assert lazy.resident < parse_bytes("2GB")
+    mm = estimate_stack_memory(273, 5000, dtype="float32", backend="memmap")
+    assert mm.disk == est.storage and mm.resident < parse_bytes("2GB")
+
+    X = np.random.default_rng(5).random((30, 2))
+    ks = KernelSet(simplemkl_family(2), memory_budget="100KB")
+    with pytest.raises(MemoryBudgetError) as err:
+        ks.fit_stack(X)
+    msg = str(err.value)
+    for alternative in ("float32", "memmap", "lazy", "fewer kernels"):
+        assert alternative in msg
+    assert not hasattr(ks, "normalization_")  # refused before fitting or allocating
+    auto = KernelSet(simplemkl_family(2), backend="auto", memory_budget="300KB", block_size=4000)
+    assert isinstance(auto.fit_stack(X), LazyStack)
+    assert isinstance(KernelSet(simplemkl_family(2), backend="auto").fit_stack(X), DenseStack)
+
+
+def test_lazy_simplemkl_large_n_estimate_fits_a_few_gb():
+    ks = KernelSet(simplemkl_family(20), dtype="float32", backend="lazy")
+    assert ks.estimate_memory(5000, 5000, n_features=20).resident < parse_bytes("1GB")
+    assert ks.estimate_memory(5000, 5000, n_features=20, backend="dense").resident > parse_bytes("25GB")
+
+
+def test_parse_bytes():
+    assert parse_bytes("4GB") == 4 * 2**30
+    assert parse_bytes("1.5 KiB") == 1536
+    assert parse_bytes(100) == 100
+    with pytest.raises(ValueError, match="memory size"):
+        parse_bytes("lots")
+
+
+def test_kernelset_validation():
+    with pytest.raises(ValueError, match="normalize"):
+        KernelSet([LinearKernel()], normalize="spherical")
+    with pytest.raises(ValueError, match="backend"):
+        KernelSet([LinearKernel()], backend="gpu")
+    with pytest.raises(ValueError, match="fit_stack"):
+        KernelSet([LinearKernel()]).cross_stack(np.ones((2, 2)))
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        KernelSet([LinearKernel()]).fit_stack(np.array([[np.nan, 1.0]]))
+    assert KernelSet([LinearKernel(), RBFKernel(gamma=1.0)]).describe()[1].startswith("rbf(")
+
+
+@pytest.mark.parametrize("normalize", NORMS)
+def test_fitted_state_is_plain_attributes(normalize):
+    # Generic persistence saves the array/number attributes ending in "_" and sets them on a new object:
+    # that must be enough to rebuild the cross stacks.
+    X, Z = _data(6)
+    builders = [RBFKernel(gamma_scale=1.0), PolynomialKernel(degree=2)]
+    ks = KernelSet(builders, normalize=normalize)
+    ks.fit_stack(X)
+    state = {k: v for k, v in vars(ks).items()
+             if k.endswith("_") and not k.startswith("_") and isinstance(v, (np.ndarray, int, float, str))}
+    restored = KernelSet(builders, normalize=normalize)
+    for key, value in state.items():
+        setattr(restored, key, value)
+    np.testing.assert_allclose(restored.cross_stack(Z).to_array(), ks.cross_stack(Z).to_array())
+
+
+@pytest.mark.parametrize("normalize", NORMS)
+def test_indexed_builders_in_every_backend(normalize):
+    # Event6-style kernels of a given distance matrix beside a precomputed kernel: the features are
+    # sample indices into matrices over all samples.
+    from multikernel.plugins.kernels import PrecomputedKernel, event6_family
+
+    rng = np.random.default_rng(7)
+    P = rng.random((30, 3))
+    D = np.sqrt(((P[:, None] - P[None]) ** 2).sum(-1))
+    builders = event6_family(1, distances=[D], exponents=(-1, 1)) + [PrecomputedKernel(matrix=P @ P.T)]
+    idx = np.arange(30, dtype=float)[:, None]
+    out = {}
+    for backend in BACKENDS:
+        ks = KernelSet(builders, normalize=normalize, backend=backend, block_size=2000)
+        S, C = ks.fit_stack(idx[:20]), ks.cross_stack(idx[20:])
+        out[backend] = (S.to_array(), C.to_array(), S.quad_forms(np.linspace(-1, 1, 20)))
+    for backend in ("memmap", "lazy"):
+        for a, b in zip(out[backend], out["dense"], strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-10)
+    if normalize == "none":
+        np.testing.assert_allclose(out["dense"][1][-1], (P @ P.T)[20:, :20])
+
+
+def test_unit_diagonal_needs_self_similarity_of_new_samples():
+    from multikernel.plugins.kernels import PrecomputedKernel
+
+    K = np.eye(5) + 1.0
+    ks = KernelSet([PrecomputedKernel()], normalize="unit_diagonal")
+    ks.fit_stack(K)
+    with pytest.raises(ValueError, match="k\\(x, x\\)"):
+        ks.cross_stack(K[:2])
