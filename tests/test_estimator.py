@@ -130,7 +130,8 @@ def test_shared_weights_multiclass():
     assert shared.weights_.sum() == pytest.approx(1.0)
     assert shared.objective_ >= ovr.objective_.sum() * (1 - 1e-3)
     assert shared.score(X, y) > 0.9
-    avg_ovr = MKLClassifier(method="average", multiclass="ovr", **kw).fit(X, y)
-    avg_shared = MKLClassifier(method="average", multiclass="shared", **kw).fit(X, y)
-    np.testing.assert_allclose(avg_shared.decision_function(X), avg_ovr.decision_function(X), atol=1e-8)
-    assert avg_shared.objective_ == pytest.approx(avg_ovr.objective_.sum(), rel=1e-9)
+    exact = dict(kw, inner_tol=1e-8)
+    avg_ovr = MKLClassifier(method="average", multiclass="ovr", **exact).fit(X, y)
+    avg_shared = MKLClassifier(method="average", multiclass="shared", **exact).fit(X, y)
+    np.testing.assert_allclose(avg_shared.decision_function(X), avg_ovr.decision_function(X), atol=1e-5)
+    assert avg_shared.objective_ == pytest.approx(avg_ovr.objective_.sum(), rel=1e-7)
