@@ -9,6 +9,7 @@ the selected point and tests.  Units run in worker processes; they return plain 
 
 from __future__ import annotations
 
+import inspect
 import time
 import traceback
 import warnings
@@ -37,7 +38,7 @@ from multikernel.stackcv import (
     select_best,
 )
 
-__all__ = ["UnitTask", "run_unit", "make_builders", "split_data", "append_noise", "noise_columns"]
+__all__ = ["UnitTask", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns"]
 
 
 @attrs.define
@@ -83,6 +84,15 @@ def make_builders(kernels: KernelsConfig, n_features: int) -> list[KernelBuilder
         return list(family(n_features, **kernels.family_params))
     except TypeError as exc:
         raise ConfigError(f"bad parameters for family {kernels.family!r}: {exc}", "kernels.family_params") from exc
+
+
+def make_kernel_set(kernels: KernelsConfig, n_features: int) -> KernelSet:
+    """An unfitted :class:`KernelSet` for ``kernels``; settings of ``[kernels]`` that the kernel set takes
+    (``normalize``, ``dtype``, and storage options where the installed version has them) are passed on."""
+    accepted = inspect.signature(KernelSet).parameters
+    options = {k: v for k, v in attrs.asdict(kernels, recurse=False).items()
+               if k in accepted and k != "builders" and v is not None}
+    return KernelSet(make_builders(kernels, n_features), **options)
 
 
 def noise_columns(n_features: int, ratio: float) -> int:
@@ -144,8 +154,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray) -> dict[str, Any]:
     classes = np.unique(task.y)
     Xtr, Xte, ytr, yte = split_data(X, task.y, task.dataset, s, task.repeat, task.preprocessing.standardize)
     t0 = time.perf_counter()
-    kernel_set = KernelSet(make_builders(task.kernels, X.shape[1]), normalize=task.kernels.normalize,
-                           dtype=task.kernels.dtype)
+    kernel_set = make_kernel_set(task.kernels, X.shape[1])
     stack = kernel_set.fit_stack(Xtr)
     kernel_time = time.perf_counter() - t0
     M = stack.n_kernels
@@ -178,8 +187,7 @@ def _path(task: UnitTask) -> dict[str, Any]:
     classes = np.unique(task.y)
     Xtr, Xte, ytr, yte = split_data(task.X, task.y, task.dataset, task.settings, p.repeat,
                                     task.preprocessing.standardize)
-    kernel_set = KernelSet(make_builders(task.kernels, task.X.shape[1]), normalize=task.kernels.normalize,
-                           dtype=task.kernels.dtype)
+    kernel_set = make_kernel_set(task.kernels, task.X.shape[1])
     stack = kernel_set.fit_stack(Xtr)
     M = stack.n_kernels
     fixed = {k: evaluate_value(v, M) for k, v in p.fixed.items()}

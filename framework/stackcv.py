@@ -32,6 +32,8 @@ from multikernel.stack import DenseStack, KernelStack
 
 __all__ = [
     "FitOutcome",
+    "UnknownParameterError",
+    "check_method",
     "make_parts",
     "resolve_grid",
     "warm_chains",
@@ -77,6 +79,14 @@ class FitOutcome:
 # --------------------------------------------------------------------------------------------------
 # parts and grids
 # --------------------------------------------------------------------------------------------------
+class UnknownParameterError(ValueError):
+    """A grid key naming a parameter the method's part does not have; ``key`` is the grid key."""
+
+    def __init__(self, message: str, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
 def _create(kind: str, override: Any, default_name: str, default_params: dict[str, Any]) -> Component:
     registry = get_registry()
     if override is None:
@@ -92,7 +102,7 @@ def make_parts(spec: MethodSpec, params: dict[str, Any]) -> tuple[Component, Com
     Raises
     ------
     PluginError
-        For unknown plugin names; ``ValueError`` for a parameter the part does not have.
+        For unknown plugin names; :class:`UnknownParameterError` for a parameter the part does not have.
     """
     method = get_registry().get("method", spec.method)
     parts = {
@@ -106,8 +116,9 @@ def make_parts(spec: MethodSpec, params: dict[str, Any]) -> tuple[Component, Com
             part, name = "loss", "C"
         target = parts[part]
         if name not in target.get_params(deep=False):
-            raise ValueError(f"{name!r} is not a parameter of {part} {target.name!r} (method {spec.method!r}); "
-                             f"its parameters: {', '.join(sorted(target.get_params(deep=False))) or '(none)'}")
+            raise UnknownParameterError(
+                f"{name!r} is not a parameter of {part} {target.name!r} (method {spec.method!r}); its "
+                f"parameters: {', '.join(sorted(target.get_params(deep=False))) or '(none)'}", key)
         target.set_params(**{name: value})
     return parts["loss"], parts["regularizer"], parts["solver"]
 
@@ -148,9 +159,10 @@ def check_method(spec: MethodSpec, points: Sequence[dict[str, Any]], n_kernels: 
             _, regularizer, _ = make_parts(spec, point)
         except PluginError as exc:
             raise ConfigError(str(exc), path) from exc
-        except ValueError as exc:
-            bad = next((k for k in point if k.split("__")[-1] in str(exc)), "")
-            raise ConfigError(str(exc), f"{path}.grid.{bad}" if bad else path) from exc
+        except UnknownParameterError as exc:
+            raise ConfigError(str(exc), f"{path}.grid.{exc.key}") from exc
+        except ValueError as exc:  # a parameter value the part refuses when it is set
+            raise ConfigError(str(exc), f"{path}.grid") from exc
         try:
             regularizer.check(n_kernels)
         except ValueError as exc:
