@@ -150,9 +150,10 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         config = load_experiment_config(args.config)
-        units = plan_experiment(config, check_experiment(config))
-        kinds = {k: sum(u.kind == k for u in units) for k in ("benchmark", "noisy", "path")}
-        print(f"{args.config}: valid; {len(units)} units ({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}); "
+        splits = plan_experiment(config, check_experiment(config))
+        kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
+        print(f"{args.config}: valid; {sum(kinds.values())} units "
+              f"({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}) in {len(splits)} splits; "
               f"output {args.out or config.experiment.output}")
         return EXIT_OK
     options = ([f"--out {args.out}"] if args.out else []) + ([f"--n-jobs {args.n_jobs}"] if args.n_jobs else [])

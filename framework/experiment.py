@@ -35,12 +35,13 @@ from multikernel.errors import ConfigError
 from multikernel.experiment_config import (
     DatasetSpec,
     ExperimentConfig,
+    MethodSpec,
     experiment_config_from_dict,
     experiment_config_to_dict,
     load_experiment_config,
 )
 from multikernel.experiment_report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
-from multikernel.experiment_units import UnitTask, make_builders, noise_columns, run_unit
+from multikernel.experiment_units import Member, UnitTask, make_builders, noise_columns, run_unit
 from multikernel.stackcv import check_method, resolve_grid
 
 __all__ = [
@@ -148,7 +149,7 @@ def _fingerprint(parts: dict[str, Any], X: np.ndarray, y: np.ndarray) -> str:
 
 
 def plan_experiment(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[UnitTask]:
-    """Every unit of ``config`` (finished or not), in a deterministic order."""
+    """Every split of ``config`` with all its units (finished or not), in a deterministic order."""
     ex = config.experiment
     common = {"preprocessing": config.preprocessing, "kernels": config.kernels, "solver": config.solver}
     # What determines a unit's result (not n_jobs, the output folder or how the results are tabulated).
@@ -157,32 +158,31 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, 
                 "version": __version__}
     tasks: list[UnitTask] = []
 
-    def add(key: str, kind: str, ds: DatasetSpec, method: Any, extra: dict[str, Any], **kw: Any) -> None:
+    def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
+            **kw: Any) -> None:
         X, y = data[ds.name]
-        fp = _fingerprint({"kind": kind, "dataset": attrs.asdict(ds), "method": attrs.asdict(method),
-                           "protocol": protocol, **extra}, X, y)
-        tasks.append(UnitTask(key=key, fingerprint=fp, kind=kind, dataset=ds, X=X, y=y, method=method,
-                              settings=ex, **common, **kw))
+        base = {"kind": kind, "dataset": attrs.asdict(ds), "protocol": protocol, **extra}
+        members = [Member(key=f"{prefix}/{m.display_name}", method=m,
+                          fingerprint=_fingerprint({**base, "method": attrs.asdict(m)}, X, y)) for m in methods]
+        tasks.append(UnitTask(kind=kind, dataset=ds, X=X, y=y, members=members, settings=ex, **common, **kw))
 
     if ex.benchmark:
         for ds in config.datasets:
             for r in range(ex.repeats):
-                for m in config.methods:
-                    add(f"benchmark/{ds.name}/{r}/{m.display_name}", "benchmark", ds, m, {"repeat": r},
-                        repeat=r, index=r)
+                add(f"benchmark/{ds.name}/{r}", "benchmark", ds, config.methods, {"repeat": r}, repeat=r, index=r)
     noisy = config.noisy_kernels
     if noisy is not None:
         ds = config.dataset(noisy.dataset)
-        labels = noisy.methods or [m.display_name for m in config.methods]
+        methods = [config.method(label) for label in noisy.methods] if noisy.methods else config.methods
         for i, ratio in enumerate(noisy.ratios):
-            for label in labels:
-                add(f"noisy/{ds.name}/{ratio:g}/{label}", "noisy", ds, config.method(label),
-                    {"ratio": ratio, "max_ratio": max(noisy.ratios), "repeat": noisy.repeat},
-                    repeat=noisy.repeat, index=i, ratio=ratio, max_ratio=max(noisy.ratios))
+            add(f"noisy/{ds.name}/{ratio:g}", "noisy", ds, methods,
+                {"ratio": ratio, "max_ratio": max(noisy.ratios), "repeat": noisy.repeat},
+                repeat=noisy.repeat, index=i, ratio=ratio, max_ratio=max(noisy.ratios))
     for i, p in enumerate(config.paths):
         ds = config.dataset(p.dataset)
-        add(f"path/{i}/{p.label or p.method}", "path", ds, config.method(p.method), {"path": attrs.asdict(p)},
-            index=i, path=p)
+        task_prefix = f"path/{i}"
+        add(task_prefix, "path", ds, [config.method(p.method)], {"path": attrs.asdict(p)}, index=i, path=p)
+        tasks[-1].members[0].key = f"{task_prefix}/{p.label or p.method}"
     return tasks
 
 
@@ -231,19 +231,20 @@ def _jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progress: bool | None,
              n_done: int) -> Iterable[dict[str, Any]]:
-    bar = tqdm(total=len(tasks) + n_done, initial=n_done, desc="experiment", unit="unit",
+    bar = tqdm(total=sum(len(t.members) for t in tasks) + n_done, initial=n_done, desc="experiment", unit="unit",
                disable=(not progress) if progress is not None else None)
     try:
         if (n_jobs or 1) == 1:
             # In-process: no pickling, and plugins registered at run time are visible.
-            results: Iterable[dict[str, Any]] = (run_unit(t) for t in tasks)
+            results: Iterable[list[dict[str, Any]]] = (run_unit(t) for t in tasks)
         else:
             results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(run_unit)(t) for t in tasks)
-        for rec in results:
-            _append(units_path, rec)
-            bar.set_postfix_str(rec["key"][-40:])
-            bar.update()
-            yield rec
+        for records in results:
+            for rec in records:
+                _append(units_path, rec)
+                bar.set_postfix_str(rec["key"][-40:])
+                bar.update()
+                yield rec
     finally:
         bar.close()
 
@@ -288,20 +289,25 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
         config.experiment.n_jobs = n_jobs
     data = check_experiment(config)
     tasks = plan_experiment(config, data)
+    members = [m for t in tasks for m in t.members]
     outdir = Path(config.experiment.output)
     outdir.mkdir(parents=True, exist_ok=True)
     units_path = outdir / UNITS_FILE
     previous = _read_units(units_path)
-    finished = {t.key: previous[t.key] for t in tasks
-                if t.key in previous and previous[t.key]["fingerprint"] == t.fingerprint}
-    pending = [t for t in tasks if t.key not in finished]
+    finished = {m.key: previous[m.key] for m in members
+                if m.key in previous and previous[m.key]["fingerprint"] == m.fingerprint}
+    pending = []
+    for t in tasks:  # a split runs only its unfinished units (its kernels are still built once)
+        todo = [m for m in t.members if m.key not in finished]
+        if todo:
+            pending.append(attrs.evolve(t, members=todo))
     errors: list[dict[str, Any]] = []
     for rec in _execute(pending, units_path, config.experiment.n_jobs, progress, len(finished)):
         if "error" in rec:
             errors.append({"key": rec["key"], "error": rec["error"], "traceback": rec.get("traceback", "")})
         else:
             finished[rec["key"]] = rec
-    summary = summarize(config, data, [finished[t.key] for t in tasks if t.key in finished], len(tasks))
+    summary = summarize(config, data, [finished[m.key] for m in members if m.key in finished], len(members))
     summary.update(errors=errors, wall_time=time.perf_counter() - start,
                    command=command or f"multikernel experiment {config.experiment.name}")
     _write_outputs(summary, outdir, json_path)

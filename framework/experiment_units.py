@@ -38,24 +38,35 @@ from multikernel.stackcv import (
     select_best,
 )
 
-__all__ = ["UnitTask", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns"]
+__all__ = [
+    "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",
+]
+
+
+@attrs.define
+class Member:
+    """One unit of a task: its key, fingerprint and method (the resume log has one line per member)."""
+
+    key: str
+    fingerprint: str
+    method: MethodSpec
 
 
 @attrs.define
 class UnitTask:
-    """Everything one unit needs (picklable, sent to a worker process).
+    """The unfinished units of one split (picklable, sent to a worker process).
 
-    ``kind`` is ``"benchmark"``, ``"noisy"`` or ``"path"``; ``index`` the repeat, the ratio index or the path
-    index; ``ratio`` the noise ratio of a noisy unit; ``path`` the path of a path unit.
+    The units of a split share its kernels: the training stack is built once and the test x train cross
+    kernels are computed once for all of them.  ``kind`` is ``"benchmark"``, ``"noisy"`` or ``"path"``;
+    ``index`` the repeat, the ratio index or the path index; ``ratio`` the noise ratio of a noisy split;
+    ``path`` the path of a path unit (then ``members`` has one entry).
     """
 
-    key: str
-    fingerprint: str
     kind: str
     dataset: DatasetSpec
     X: np.ndarray
     y: np.ndarray
-    method: MethodSpec
+    members: list[Member]
     settings: ExperimentSettings
     preprocessing: PreprocessingConfig
     kernels: KernelsConfig
@@ -148,8 +159,47 @@ def _summary(outcome: FitOutcome) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # the units
 # --------------------------------------------------------------------------------------------------
-def _select_and_test(task: UnitTask, X: np.ndarray) -> dict[str, Any]:
-    """Benchmark and noisy units: split, kernels, CV over the grid, refit at the best point, test."""
+class _Recorder:
+    """Runs one member's work, catching its failure and its warnings into the member's record.
+
+    Convergence warnings of the outer solvers are counted instead of flooding the console (a grid search
+    makes hundreds of fits); other warnings are kept as distinct messages.
+    """
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.caught: list[warnings.WarningMessage] = []
+
+    def __enter__(self) -> _Recorder:
+        self._context = warnings.catch_warnings(record=True)
+        self.caught = self._context.__enter__()
+        warnings.simplefilter("always")
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        self._context.__exit__(None, None, None)
+        rec = self.record
+        rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
+        # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
+        # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
+        if any("interrupted" in str(w.message) for w in self.caught if issubclass(w.category, RuntimeWarning)):
+            raise KeyboardInterrupt
+        rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + sum(
+            issubclass(w.category, ConvergenceWarning) for w in self.caught)
+        others = {f"{w.category.__name__}: {w.message}" for w in self.caught
+                  if not issubclass(w.category, ConvergenceWarning)}
+        rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | others)[:5]
+        if exc is not None and isinstance(exc, Exception):
+            # One failing unit must not lose the others; its record says why.
+            rec.setdefault("error", f"{type(exc).__name__}: {exc}")
+            rec.setdefault("traceback", "".join(traceback.format_exception(exc, limit=8)))
+            return True
+        return False
+
+
+def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]]) -> None:
+    """Benchmark and noisy splits: kernels once; per member CV over its grid and a refit; one test pass."""
     s = task.settings
     classes = np.unique(task.y)
     Xtr, Xte, ytr, yte = split_data(X, task.y, task.dataset, s, task.repeat, task.preprocessing.standardize)
@@ -158,32 +208,36 @@ def _select_and_test(task: UnitTask, X: np.ndarray) -> dict[str, Any]:
     stack = kernel_set.fit_stack(Xtr)
     kernel_time = time.perf_counter() - t0
     M = stack.n_kernels
-    points = resolve_grid(task.method.grid, M)
-    out: dict[str, Any] = {"n_kernels": M, "n_features": int(X.shape[1]), "n_train": len(ytr),
-                           "n_test": len(yte), "grid": points}
-    best = 0
-    if s.cv_folds >= 2 and len(points) > 1:
-        folds = list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed + task.repeat)
-                     .split(np.zeros(len(ytr)), ytr))
-        scores, info = cross_validate(stack, ytr, classes, folds, task.method, points, task.solver,
-                                      warm_start=s.warm_start)
-        best = select_best(scores)
-        out.update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
-    cpu0 = time.process_time()
-    outcome = fit_point(stack, binary_targets(ytr, classes), task.method, points[best], task.solver)
-    out["fit_cpu_time"] = time.process_time() - cpu0
+    folds = (list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed + task.repeat)
+                  .split(np.zeros(len(ytr)), ytr)) if s.cv_folds >= 2 else [])
+    outcomes: dict[int, FitOutcome] = {}
+    for k, (member, rec) in enumerate(zip(task.members, records, strict=True)):
+        with _Recorder(rec):
+            points = resolve_grid(member.method.grid, M)
+            rec.update(n_kernels=M, n_features=int(X.shape[1]), n_train=len(ytr), n_test=len(yte), grid=points,
+                       kernel_time=kernel_time)
+            best = 0
+            if folds and len(points) > 1:
+                scores, info = cross_validate(stack, ytr, classes, folds, member.method, points, task.solver,
+                                              warm_start=s.warm_start)
+                best = select_best(scores)
+                rec.update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
+            cpu0 = time.process_time()
+            outcomes[k] = fit_point(stack, binary_targets(ytr, classes), member.method, points[best], task.solver)
+            rec.update(_summary(outcomes[k]), best_params=points[best], fit_cpu_time=time.process_time() - cpu0)
     t1 = time.perf_counter()
-    (scores_test,) = _test_decisions(kernel_set, Xte, len(ytr), [outcome], s.cross_block_mb)
-    kernel_time += time.perf_counter() - t1
-    out.update(_summary(outcome), best_params=points[best], kernel_time=kernel_time,
-               accuracy=float(np.mean(predict_labels(scores_test, classes) == yte)))
-    return out
+    decisions = _test_decisions(kernel_set, Xte, len(ytr), list(outcomes.values()), s.cross_block_mb)
+    test_kernel_time = time.perf_counter() - t1
+    for k, d in zip(outcomes, decisions, strict=True):
+        records[k].update(accuracy=float(np.mean(predict_labels(d, classes) == yte)),
+                          test_kernel_time=test_kernel_time)
 
 
-def _path(task: UnitTask) -> dict[str, Any]:
+def _path(task: UnitTask, record: dict[str, Any]) -> None:
     """A parameter path: refit at each value (warm-started along C only), test every model."""
     p = task.path
     assert p is not None
+    method = task.members[0].method
     classes = np.unique(task.y)
     Xtr, Xte, ytr, yte = split_data(task.X, task.y, task.dataset, task.settings, p.repeat,
                                     task.preprocessing.standardize)
@@ -196,51 +250,51 @@ def _path(task: UnitTask) -> dict[str, Any]:
     outcomes: list[FitOutcome] = []
     previous = None
     for value in values:
-        outcome = fit_point(stack, targets, task.method, {**fixed, p.param: value}, task.solver,
+        outcome = fit_point(stack, targets, method, {**fixed, p.param: value}, task.solver,
                             warm=previous if (task.settings.warm_start and p.param == "C") else None)
         outcomes.append(outcome)
         previous = outcome
     decisions = _test_decisions(kernel_set, Xte, len(ytr), outcomes, task.settings.cross_block_mb)
     points = [{**_summary(o), "value": v, "accuracy": float(np.mean(predict_labels(d, classes) == yte))}
               for v, o, d in zip(values, outcomes, decisions, strict=True)]
-    return {"n_kernels": M, "n_features": int(task.X.shape[1]), "n_train": len(ytr), "n_test": len(yte),
-            "param": p.param, "fixed": fixed, "points": points, "kernel_names": kernel_set.describe()}
+    record.update(n_kernels=M, n_features=int(task.X.shape[1]), n_train=len(ytr), n_test=len(yte), param=p.param,
+                  fixed=fixed, points=points, kernel_names=kernel_set.describe())
 
 
-def run_unit(task: UnitTask) -> dict[str, Any]:
-    """Run one unit; return its record (with ``error`` set instead of results when it failed).
+def run_unit(task: UnitTask) -> list[dict[str, Any]]:
+    """Run the units of one split; return one record per member (``error`` set when it failed).
 
-    Convergence warnings of the outer solvers are counted in the record instead of flooding the console
-    (a grid search makes hundreds of fits); other warnings are kept as distinct messages.
+    A failure of the shared part (split, kernels, test kernels) is recorded in every member still without
+    an error.  The time of the shared part is split evenly among the members' ``unit_time``.
     """
+    records: list[dict[str, Any]] = []
+    for m in task.members:
+        rec: dict[str, Any] = {"key": m.key, "fingerprint": m.fingerprint, "kind": task.kind,
+                               "dataset": task.dataset.name, "method": m.method.display_name, "index": task.index}
+        if task.kind == "benchmark":
+            rec["repeat"] = task.repeat
+        elif task.kind == "noisy":
+            rec.update(ratio=task.ratio, repeat=task.repeat,
+                       n_noise_features=noise_columns(task.X.shape[1], task.ratio))
+        records.append(rec)
     start = time.perf_counter()
-    record: dict[str, Any] = {"key": task.key, "fingerprint": task.fingerprint, "kind": task.kind,
-                              "dataset": task.dataset.name, "method": task.method.display_name,
-                              "index": task.index}
-    if task.kind == "benchmark":
-        record["repeat"] = task.repeat
-    elif task.kind == "noisy":
-        record.update(ratio=task.ratio, repeat=task.repeat,
-                      n_noise_features=noise_columns(task.X.shape[1], task.ratio))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            if task.kind == "path":
-                record.update(_path(task))
-            else:
-                X = task.X
-                if task.kind == "noisy":
-                    X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
-                record.update(_select_and_test(task, X))
-        except Exception as exc:  # one failing unit must not lose the others; the record says why
-            record["error"] = f"{type(exc).__name__}: {exc}"
-            record["traceback"] = traceback.format_exc(limit=8)
-    # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive fit);
-    # a unit cut short that way must not be recorded as finished, so the interrupt goes on.
-    if any("interrupted" in str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)):
-        raise KeyboardInterrupt
-    record["convergence_warnings"] = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-    others = {f"{w.category.__name__}: {w.message}" for w in caught if not issubclass(w.category, ConvergenceWarning)}
-    record["other_warnings"] = sorted(others)[:5]
-    record["unit_time"] = time.perf_counter() - start
-    return record
+    shared: dict[str, Any] = {}
+    with _Recorder(shared):
+        if task.kind == "path":
+            _path(task, records[0])
+        else:
+            X = task.X
+            if task.kind == "noisy":
+                X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
+            _select_and_test(task, X, records)
+    own = sum(r.get("unit_time", 0.0) for r in records)
+    for rec in records:
+        rec["unit_time"] = rec.get("unit_time", 0.0) + max(time.perf_counter() - start - own, 0.0) / len(records)
+        rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + shared.get("convergence_warnings", 0)
+        rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | set(shared.get("other_warnings", [])))
+        if "error" in shared:
+            rec.setdefault("error", shared["error"])
+            rec.setdefault("traceback", shared["traceback"])
+        elif "accuracy" not in rec and "points" not in rec:
+            rec.setdefault("error", "no result (an earlier step of this unit failed)")
+    return records

@@ -92,20 +92,41 @@ def test_interrupt_keeps_finished_units(tmp_path, monkeypatch):
     real = experiment.run_unit
     seen = []
 
-    def flaky(task):
-        if len(seen) == 2:
+    def flaky(task):  # the second split is interrupted
+        if seen:
             raise KeyboardInterrupt
-        seen.append(task.key)
+        seen.extend(m.key for m in task.members)
         return real(task)
 
     monkeypatch.setattr(experiment, "run_unit", flaky)
     with pytest.raises(KeyboardInterrupt):
         run_experiment(_config(tmp_path), progress=False)
     lines = (tmp_path / "out" / "units.jsonl").read_text().splitlines()
-    assert [json.loads(line)["key"] for line in lines] == seen
-    monkeypatch.setattr(experiment, "run_unit", lambda task: seen.append(task.key) or real(task))
+    assert [json.loads(line)["key"] for line in lines] == seen == ["benchmark/ring/0/average", "benchmark/ring/0/L1"]
+    monkeypatch.setattr(experiment, "run_unit", lambda task: seen.extend(m.key for m in task.members) or real(task))
     summary = run_experiment(_config(tmp_path), progress=False)
-    assert summary["finished_units"] == 4 and len(seen) == 4  # only the two missing units ran
+    assert summary["finished_units"] == 4
+    assert seen[2:] == ["benchmark/ring/1/average", "benchmark/ring/1/L1"]  # only the missing units ran
+
+
+def test_a_failing_unit_is_reported_and_retried(tmp_path, monkeypatch, capsys):
+    real = units.fit_point
+
+    def broken(stack, targets, spec, *args, **kwargs):
+        if spec.method == "l1mkl":
+            raise FloatingPointError("solver exploded")
+        return real(stack, targets, spec, *args, **kwargs)
+
+    monkeypatch.setattr(units, "fit_point", broken)
+    cfg = _config(tmp_path)
+    summary = run_experiment(cfg, progress=False)
+    assert [e["key"] for e in summary["errors"]] == ["benchmark/ring/0/L1", "benchmark/ring/1/L1"]
+    assert "FloatingPointError: solver exploded" in summary["errors"][0]["error"]
+    assert summary["finished_units"] == 2 and "L1" not in summary["benchmark"]["table"]["ring"]
+    assert "**Failed units**" in (tmp_path / "out" / "results.md").read_text()
+    monkeypatch.setattr(units, "fit_point", real)
+    again = run_experiment(cfg, progress=False)
+    assert again["errors"] == [] and again["finished_units"] == 4
 
 
 def test_competition_ranks_with_ties_and_truncated_average():
@@ -167,8 +188,9 @@ def test_kernels_are_built_once_per_unit(tmp_path, monkeypatch):
     n_units = summary["finished_units"]
     cv_fits = sum(r["cv_fits"] for r in summary["units"])
     assert n_units == 4 and cv_fits == 2 * 3 * 2 + 2 * 3 * 3  # 2 repeats x 3 folds x grid sizes 2 and 3
-    # one training stack and one (single-block) cross stack per unit, whatever the grid and folds
-    assert counts == {"fit_stack": n_units, "cross_stack": n_units, "rbf_fit": 2 * n_units}
+    # one training stack and one (single-block) cross stack per split, shared by the methods, whatever the
+    # grid and the folds: 2 splits here
+    assert counts == {"fit_stack": 2, "cross_stack": 2, "rbf_fit": 2 * 2}
 
 
 class ToySimplex(Simplex):
@@ -260,7 +282,7 @@ def test_cli_experiment(tmp_path, capsys):
     path = tmp_path / "exp.toml"
     path.write_text(tomli_w.dumps(cfg))
     assert main(["experiment", str(path), "--dry-run"]) == 0
-    assert "valid; 1 units (1 benchmark)" in capsys.readouterr().out
+    assert "valid; 1 units (1 benchmark) in 1 splits" in capsys.readouterr().out
     assert main(["experiment", str(path), "-q", "--out", str(tmp_path / "o2"), "--json", str(tmp_path / "s.json")]) == 0
     assert json.loads((tmp_path / "s.json").read_text())["finished_units"] == 1
     assert (tmp_path / "o2" / "results.md").exists() and not (tmp_path / "out").exists()
