@@ -325,3 +325,19 @@ def test_paper_configs_are_valid(name):
         pytest.skip("none of its methods is registered yet")
     data = check_experiment(config)
     assert data and all(len(np.unique(y)) == 2 for _, y in data.values())
+
+
+def test_figure_experiments_as_functions():
+    from multikernel.experiment_kinds import noisy_kernel_curve, parameter_path
+    from multikernel.experiment_units import append_noise
+
+    X, y = make_ringnorm(48, 2, random_state=3)
+    kernels = {"family": "simplemkl", "family_params": {"sigmas": [1.0, 4.0], "degrees": [1]}}
+    curve = noisy_kernel_curve(X, y, ["average", {"method": "l1mkl", "label": "L1", "grid": {"C": [0.1, 10.0]}}],
+                               ratios=[0.0, 1.0], kernels=kernels, solver={"max_iter": 10}, cv_folds=3)
+    assert [row["n_kernels"] for row in curve["rows"]] == [3 * 3, 3 * 5]  # (2 + 1) (d + 1) kernels, d = 2 then 4
+    assert all(0 <= row["methods"][m]["accuracy"] <= 100 for row in curve["rows"] for m in ("average", "L1"))
+    path = parameter_path(X, y, "l1mkl", "C", [0.1, "10/M"], kernels=kernels, solver={"max_iter": 10})
+    assert [p["value"] for p in path["points"]] == [0.1, pytest.approx(10 / 9)] and path["n_kernels"] == 9
+    nested = append_noise(X, 0.5, 1.0, seed=0)
+    np.testing.assert_array_equal(nested, append_noise(X, 1.0, 1.0, seed=0)[:, :3])
