@@ -234,7 +234,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
 
 
 def _path(task: UnitTask, record: dict[str, Any]) -> None:
-    """A parameter path: refit at each value (warm-started along C only), test every model."""
+    """A parameter path: refit at each value (each warm-started from the previous one), test every model."""
     p = task.path
     assert p is not None
     method = task.members[0].method
@@ -251,7 +251,7 @@ def _path(task: UnitTask, record: dict[str, Any]) -> None:
     previous = None
     for value in values:
         outcome = fit_point(stack, targets, method, {**fixed, p.param: value}, task.solver,
-                            warm=previous if (task.settings.warm_start and p.param == "C") else None)
+                            warm=previous if task.settings.warm_start else None)
         outcomes.append(outcome)
         previous = outcome
     decisions = _test_decisions(kernel_set, Xte, len(ytr), outcomes, task.settings.cross_block_mb)

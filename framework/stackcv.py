@@ -4,9 +4,12 @@ kernels.
 A fold is a row/column subset of the training stack (``stack.subset``: a view where the backend offers
 one), so each fold's kernels come from the one training stack, whatever the grid size.  Outer solvers are
 called directly (:class:`~multikernel.interfaces.MKLProblem`), which lets consecutive grid points pass the
-previous solution as ``warm_start``.  Warm starts are chained only along ``C`` with every other parameter
-fixed: the weight domain is then the same, so the previous weights are feasible; the solvers stop on the
-certified duality gap, so a warm start changes the cost, not the tolerance of the answer.
+previous solution as ``warm_start``.  The grid is walked as a snake: ``C`` increasing for the first value of
+the other parameters, decreasing for the next, and so on, so consecutive points differ in one step of one
+parameter.  When a step changes a regularizer parameter, the previous weights are projected onto the new
+domain (the regularizer's ``project``) so that the warm start is feasible; a regularizer without a
+projection starts that point cold.  The solvers stop on their tolerance either way, so a warm start changes
+the cost, not the tolerance of the answer.
 
 Selection follows :class:`sklearn.model_selection.GridSearchCV`: the highest mean fold accuracy, ties going
 to the first point in :class:`~sklearn.model_selection.ParameterGrid` order.
@@ -53,6 +56,7 @@ class FitOutcome:
 
     results: list[MKLResult]
     fit_time: float
+    params: dict[str, Any] = attrs.Factory(dict)
 
     @property
     def weights(self) -> np.ndarray:
@@ -131,15 +135,21 @@ def resolve_grid(grid: dict[str, list[Any]], n_kernels: int) -> list[dict[str, A
 
 
 def warm_chains(points: Sequence[dict[str, Any]]) -> list[list[int]]:
-    """Group grid point indices by every parameter except ``C``; each group sorted by increasing ``C``.
+    """The order in which grid points are fitted, as one chain (a list of index lists, for callers that
+    start each chain cold).
 
-    Along a group only ``C`` changes, so one solution is a feasible warm start for the next.
+    Points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in the first
+    group, down in the second, and so on (a snake), so consecutive points differ in one step.
     """
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         key = tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C"))
         groups.setdefault(key, []).append(i)
-    return [sorted(idx, key=lambda i: points[i].get("C", 0.0)) for idx in groups.values()]
+    order: list[int] = []
+    for g, idx in enumerate(groups.values()):
+        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0))
+        order += ranked if g % 2 == 0 else ranked[::-1]
+    return [order]
 
 
 def check_method(spec: MethodSpec, points: Sequence[dict[str, Any]], n_kernels: int, path: str) -> None:
@@ -187,14 +197,33 @@ def fit_point(stack: KernelStack, targets: Sequence[np.ndarray], spec: MethodSpe
     """Fit ``spec`` at the grid point ``params`` on a training stack: one outer solve per target."""
     loss, regularizer, solver = make_parts(spec, params)
     start = time.perf_counter()
+    starts = _feasible_starts(warm, params, regularizer, stack.n_kernels, len(targets))
     results = []
-    for k, y in enumerate(targets):
+    for y, warm_start in zip(targets, starts, strict=True):
         problem = MKLProblem(stack=stack, y=y, loss=clone(loss), regularizer=clone(regularizer),
                              tol=solver_config.tol, max_iter=solver_config.max_iter,
                              inner_tol=solver_config.inner_tol, stopping=solver_config.stopping,
-                             warm_start=warm.results[k] if warm is not None else None)
+                             warm_start=warm_start)
         results.append(clone(solver).solve(problem))
-    return FitOutcome(results=results, fit_time=time.perf_counter() - start)
+    return FitOutcome(results=results, fit_time=time.perf_counter() - start, params=dict(params))
+
+
+def _feasible_starts(warm: FitOutcome | None, params: dict[str, Any], regularizer: Component, n_kernels: int,
+                     n_problems: int) -> list[MKLResult | None]:
+    """The warm starts of a fit at ``params``: the previous results, with their weights projected onto the
+    new domain when a regularizer parameter changed (cold starts when the regularizer has no projection)."""
+    if warm is None:
+        return [None] * n_problems
+    changed = {k for k in set(params) | set(warm.params)
+               if k.startswith("regularizer__") and repr(params.get(k)) != repr(warm.params.get(k))}
+    if not changed:
+        return list(warm.results)
+    try:
+        regularizer.check(n_kernels)
+        return [attrs.evolve(r, weights=np.asarray(regularizer.project(r.weights), dtype=np.float64))
+                for r in warm.results]
+    except NotImplementedError:
+        return [None] * n_problems
 
 
 def decision_values(cross: KernelStack, outcome: FitOutcome) -> np.ndarray:

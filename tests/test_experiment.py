@@ -341,3 +341,22 @@ def test_figure_experiments_as_functions():
     assert [p["value"] for p in path["points"]] == [0.1, pytest.approx(10 / 9)] and path["n_kernels"] == 9
     nested = append_noise(X, 0.5, 1.0, seed=0)
     np.testing.assert_array_equal(nested, append_noise(X, 1.0, 1.0, seed=0)[:, :3])
+
+
+def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
+    from multikernel.interfaces import MKLResult
+    from multikernel.plugins.regularizers import Uniform
+    from multikernel.stackcv import FitOutcome, _feasible_starts, warm_chains
+
+    points = resolve_grid({"C": [10.0, 0.1, 1.0], "regularizer__theta": [0.5, 1.0]}, 3)
+    (order,) = warm_chains(points)
+    walk = [(points[i]["regularizer__theta"], points[i]["C"]) for i in order]
+    assert walk == [(0.5, 0.1), (0.5, 1.0), (0.5, 10.0), (1.0, 10.0), (1.0, 1.0), (1.0, 0.1)]
+    result = MKLResult(weights=np.array([0.7, 0.2, 0.1]), alpha=np.zeros(4), coef=np.zeros(4), bias=0.0,
+                       objective=1.0, lower_bound=0.9, dual_gap=0.1, n_iter=3, converged=False)
+    previous = FitOutcome(results=[result], fit_time=0.0, params={"C": 1.0, "regularizer__theta": 1.0})
+    same = _feasible_starts(previous, {"C": 10.0, "regularizer__theta": 1.0}, Uniform(), 3, 1)
+    assert same[0] is previous.results[0]  # only C changed: the domain is the same
+    projected = _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, Uniform(), 3, 1)
+    np.testing.assert_allclose(projected[0].weights, 1 / 3)  # projected onto the (new) domain
+    assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, ToySimplex(), 3, 1) == [None]
