@@ -283,10 +283,11 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
         config = experiment_config_from_dict(config_or_path)
     else:
         config = load_experiment_config(config_or_path)
-    if out is not None:
-        config.experiment.output = str(Path(out).resolve())
+    overrides = {"output": str(Path(out).resolve())} if out is not None else {}
     if n_jobs is not None:
-        config.experiment.n_jobs = n_jobs
+        overrides["n_jobs"] = n_jobs
+    if overrides:  # a copy: the caller's configuration stays as it was
+        config = attrs.evolve(config, experiment=attrs.evolve(config.experiment, **overrides))
     data = check_experiment(config)
     tasks = plan_experiment(config, data)
     members = [m for t in tasks for m in t.members]
