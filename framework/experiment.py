@@ -116,16 +116,19 @@ def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np
         if folds >= 2 and np.min(np.unique(y, return_counts=True)[1]) < folds:
             raise ConfigError(f"data set {name!r} has a class with fewer than cv_folds={folds} samples",
                               "experiment.cv_folds")
-    widths: dict[str, list[int]] = {name: [X.shape[1]] for name, (X, _) in data.items()}
+    # Check each method's grid where it runs: every benchmark data set, and the noisy data set at each width.
+    runs: set[tuple[int, int]] = set()  # (method index, number of features)
+    if config.experiment.benchmark:
+        runs |= {(i, X.shape[1]) for i in range(len(config.methods)) for X, _ in data.values()}
     noisy = config.noisy_kernels
     if noisy is not None:
         d = data[noisy.dataset][0].shape[1]
-        widths[noisy.dataset] += [d + noise_columns(d, r) for r in noisy.ratios]
-    for ws in widths.values():
-        for width in sorted(set(ws)):
-            M = _n_kernels(config, width)
-            for i, m in enumerate(config.methods):
-                check_method(m, resolve_grid(m.grid, M), M, f"methods[{i}]")
+        labels = noisy.methods or [m.display_name for m in config.methods]
+        runs |= {(i, d + noise_columns(d, r)) for i, m in enumerate(config.methods) if m.display_name in labels
+                 for r in noisy.ratios}
+    for i, width in sorted(runs):
+        M = _n_kernels(config, width)
+        check_method(config.methods[i], resolve_grid(config.methods[i].grid, M), M, f"methods[{i}]")
     for i, p in enumerate(config.paths):
         j = next(k for k, m in enumerate(config.methods) if m.display_name == p.method)
         M = _n_kernels(config, data[p.dataset][0].shape[1])

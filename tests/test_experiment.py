@@ -237,6 +237,13 @@ def test_a_new_method_works_by_name_with_regularizer_grid(tmp_path, toy_method):
     with pytest.raises(ConfigError, match=r"^methods\[0\]\.grid: grid point \(C=1, regularizer__theta=0.1\) is "
                                           r"infeasible for M=3"):
         check_experiment(experiment_config_from_dict(cfg))
+    # only what runs is checked: without the benchmark, the method's grid is not used, the path's values are
+    cfg["experiment"]["benchmark"] = False
+    cfg["paths"] = [{"dataset": "ring", "method": "toy", "param": "regularizer__theta", "values": ["1/M", 1]}]
+    assert set(check_experiment(experiment_config_from_dict(cfg))) == {"ring"}
+    cfg["paths"][0]["values"] = [0.2]
+    with pytest.raises(ConfigError, match=r"^paths\[0\]: .*infeasible for M=3"):
+        check_experiment(experiment_config_from_dict(cfg))
 
 
 @pytest.mark.parametrize("change, fragment", [
