@@ -367,3 +367,15 @@ def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
     projected = _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, Uniform(), 3, 1)
     np.testing.assert_allclose(projected[0].weights, 1 / 3)  # projected onto the (new) domain
     assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, ToySimplex(), 3, 1) == [None]
+
+
+def test_figures_are_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # makes the import fail as if not installed
+    cfg = _config(tmp_path)
+    cfg["experiment"]["repeats"] = 1
+    summary = run_experiment(cfg, progress=False)
+    assert summary["figures"] == [] and "matplotlib is not installed" in summary["figures_note"]
+    assert "matplotlib is not installed" in (tmp_path / "out" / "results.md").read_text()
+    assert not (tmp_path / "out" / "figures").exists()
