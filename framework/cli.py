@@ -47,6 +47,18 @@ def _parser() -> argparse.ArgumentParser:
 
     cfg = sub.add_parser("show-config", help="print a config (the default without CONFIG) as complete TOML")
     cfg.add_argument("config", nargs="?", type=Path)
+
+    exp = sub.add_parser("experiment", help="run or continue an experiment: data sets x methods x splits, "
+                                            "with tables, JSON and figures",
+                         description="Run the experiment CONFIG describes (see docs/experiments.md). Finished "
+                                     "units are kept in OUT/units.jsonl; rerunning continues an interrupted run.")
+    exp.add_argument("config", type=Path, help="an experiment TOML file")
+    exp.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: experiment.output)")
+    exp.add_argument("--n-jobs", metavar="N", type=int, help="parallel units (default: experiment.n_jobs)")
+    exp.add_argument("--json", metavar="PATH", help="also write the summary JSON to PATH ('-' for stdout)")
+    exp.add_argument("--dry-run", action="store_true",
+                     help="check the config, the data and every grid point, print the plan, fit nothing")
+    exp.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary on stdout")
     return parser
 
 
@@ -133,7 +145,34 @@ def _cmd_show_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "plugins": _cmd_plugins, "show-config": _cmd_show_config}
+def _cmd_experiment(args: argparse.Namespace) -> int:
+    from multikernel.experiment import check_experiment, load_experiment_config, plan_experiment, run_experiment
+
+    if args.dry_run:
+        config = load_experiment_config(args.config)
+        splits = plan_experiment(config, check_experiment(config))
+        kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
+        print(f"{args.config}: valid; {sum(kinds.values())} units "
+              f"({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}) in {len(splits)} splits; "
+              f"output {args.out or config.experiment.output}")
+        return EXIT_OK
+    options = ([f"--out {args.out}"] if args.out else []) + ([f"--n-jobs {args.n_jobs}"] if args.n_jobs else [])
+    command = " ".join(["multikernel", "experiment", str(args.config), *options])
+    summary = run_experiment(args.config, out=args.out, n_jobs=args.n_jobs, progress=False if args.quiet else None,
+                             json_path=args.json, command=command)
+    outdir = Path(summary["config"]["experiment"]["output"])
+    if not args.quiet:
+        print((outdir / "results.md").read_text(encoding="utf-8"))
+        print(f"results in {outdir} (results.md, results.json, figures/)")
+        if summary["figures_note"]:
+            print(summary["figures_note"])
+    for err in summary["errors"]:
+        print(f"multikernel: unit {err['key']} failed: {err['error']}", file=sys.stderr)
+    return EXIT_FAILURE if summary["errors"] else EXIT_OK
+
+
+COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "plugins": _cmd_plugins, "show-config": _cmd_show_config,
+            "experiment": _cmd_experiment}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"multikernel: configuration error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("multikernel: interrupted", file=sys.stderr)
+        extra = "; finished experiment units are kept, rerun to continue" if args.command == "experiment" else ""
+        print(f"multikernel: interrupted{extra}", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (ModelFormatError, ValueError, OSError, MemoryError) as exc:
         print(f"multikernel: error: {exc}", file=sys.stderr)

@@ -10,7 +10,7 @@ from sklearn import datasets as skdatasets
 
 from multikernel.errors import ConfigError
 
-__all__ = ["load_data", "BUILTIN_LOADERS"]
+__all__ = ["load_data", "make_ringnorm", "BUILTIN_LOADERS", "GENERATORS"]
 
 BUILTIN_LOADERS = {
     "breast_cancer": skdatasets.load_breast_cancer,
@@ -73,3 +73,41 @@ def _load_csv(path: Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
                           "data.source")
     features = [j for j in range(len(header)) if j != label]
     return table[:, features], table[:, label], [header[j] for j in features]
+
+
+def make_ringnorm(n_samples: int = 7400, n_features: int = 20,
+                  random_state: int | np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Breiman's *ringnorm* problem: two Gaussians, one inside the "ring" of the other.
+
+    Class ``+1`` is ``N(0, 4 I)``; class ``-1`` is ``N((a, ..., a), I)`` with ``a = 2 / sqrt(n_features)``
+    (the recipe of Breiman, "Bias, variance and arcing classifiers", 1996; with the defaults, the 7400 x 20
+    set of the IDA benchmark of Raetsch et al.).  The classes have ``n_samples // 2`` and
+    ``n_samples - n_samples // 2`` samples, in random order.
+
+    Parameters
+    ----------
+    n_samples : int, default=7400
+    n_features : int, default=20
+    random_state : int, numpy Generator or None
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,), labels in {-1, +1}
+    """
+    if int(n_samples) < 2 or int(n_features) < 1:
+        raise ValueError(f"make_ringnorm needs n_samples >= 2 and n_features >= 1; got {n_samples}, {n_features}")
+    n_samples, n_features = int(n_samples), int(n_features)
+    rng = np.random.default_rng(random_state)
+    n_pos = n_samples // 2
+    a = 2.0 / np.sqrt(n_features)
+    inner = rng.normal(0.0, 2.0, size=(n_pos, n_features))  # standard deviation 2: covariance 4 I
+    outer = rng.normal(a, 1.0, size=(n_samples - n_pos, n_features))
+    X = np.vstack([inner, outer])
+    y = np.concatenate([np.ones(n_pos), -np.ones(n_samples - n_pos)])
+    order = rng.permutation(n_samples)
+    return X[order], y[order]
+
+
+GENERATORS = {"ringnorm": make_ringnorm}
+"""Generated data sets usable by name in experiment configurations: ``name -> f(**params) -> (X, y)``."""

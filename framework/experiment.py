@@ -1,0 +1,364 @@
+"""Experiments: data sets x methods x repeated splits, with model selection, tables, JSON and figures.
+
+``run_experiment(config_or_path)`` (and ``multikernel experiment CONFIG``) plans independent *units*
+(one data set split and method of the benchmark, one noise ratio and method, one parameter path), runs the
+unfinished ones in parallel (joblib), and appends each finished unit as one JSON line to
+``<output>/units.jsonl``.  A rerun with the same configuration skips the finished units, so an interrupted
+run continues where it stopped; a unit whose inputs changed (data, kernels, grid, solver settings, seeds)
+has a different fingerprint and is run again.  From all finished units it writes ``results.md`` (tables),
+``results.json`` (every number) and ``figures/*.png`` (with matplotlib).
+
+See ``docs/experiments.md`` for the configuration format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import attrs
+import numpy as np
+from joblib import Parallel, delayed
+from tqdm.auto import tqdm
+
+from multikernel._version import __version__
+from multikernel.datasets import GENERATORS, load_data
+from multikernel.errors import ConfigError
+from multikernel.experiment_config import (
+    DatasetSpec,
+    ExperimentConfig,
+    MethodSpec,
+    experiment_config_from_dict,
+    experiment_config_to_dict,
+    load_experiment_config,
+)
+from multikernel.experiment_report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
+from multikernel.experiment_units import Member, UnitTask, make_builders, noise_columns, run_unit
+from multikernel.stackcv import check_method, resolve_grid
+
+__all__ = [
+    "run_experiment",
+    "plan_experiment",
+    "check_experiment",
+    "load_experiment_config",
+    "experiment_config_from_dict",
+    "ExperimentConfig",
+    "UNITS_FILE",
+]
+
+UNITS_FILE = "units.jsonl"
+
+
+# --------------------------------------------------------------------------------------------------
+# data and checks
+# --------------------------------------------------------------------------------------------------
+def _load_dataset(ds: DatasetSpec, index: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    path = f"datasets[{index}]"
+    if ds.source in GENERATORS:
+        params = {"random_state": seed, **ds.params}
+        try:
+            X, y = GENERATORS[ds.source](**params)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"bad parameters for generator {ds.source!r}: {exc}", f"{path}.params") from exc
+    else:
+        try:
+            X, y, _ = load_data(ds.source, ds.format)
+        except ConfigError as exc:
+            raise ConfigError(str(exc).removeprefix("data.source: "), f"{path}.source") from exc
+    if not np.all(np.isfinite(X)):
+        raise ConfigError(f"the data in {ds.source!r} contain NaN or infinite values", f"{path}.source")
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise ConfigError(f"the labels in {ds.source!r} have a single class", f"{path}.source")
+    if ds.train_size is not None and not ds.train_size < len(y):
+        raise ConfigError(f"train_size={ds.train_size} leaves no test samples ({len(y)} samples)",
+                          f"{path}.train_size")
+    return X, y
+
+
+def _needed_datasets(config: ExperimentConfig) -> list[str]:
+    names = [d.name for d in config.datasets] if config.experiment.benchmark else []
+    if config.noisy_kernels is not None:
+        names.append(config.noisy_kernels.dataset)
+    names += [p.dataset for p in config.paths]
+    return list(dict.fromkeys(names))
+
+
+def _n_kernels(config: ExperimentConfig, n_features: int) -> int:
+    return len(make_builders(config.kernels, n_features))
+
+
+def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Check what a run needs short of fitting; return the loaded data ``{name: (X, y)}``.
+
+    Loads every data set the run uses, expands the kernels for each, and builds every method's parts at
+    every grid point (expressions in ``M`` resolved), checking each weight domain for that ``M``.
+
+    Raises
+    ------
+    ConfigError
+        With the key path of the entry at fault.
+    """
+    data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    index = {d.name: i for i, d in enumerate(config.datasets)}
+    for name in _needed_datasets(config):
+        data[name] = _load_dataset(config.dataset(name), index[name], config.experiment.seed)
+    folds = config.experiment.cv_folds
+    for name, (_, y) in data.items():
+        if folds >= 2 and np.min(np.unique(y, return_counts=True)[1]) < folds:
+            raise ConfigError(f"data set {name!r} has a class with fewer than cv_folds={folds} samples",
+                              "experiment.cv_folds")
+    # Check each method's grid where it runs: every benchmark data set, and the noisy data set at each width.
+    runs: set[tuple[int, int]] = set()  # (method index, number of features)
+    if config.experiment.benchmark:
+        runs |= {(i, X.shape[1]) for i in range(len(config.methods)) for X, _ in data.values()}
+    noisy = config.noisy_kernels
+    if noisy is not None:
+        d = data[noisy.dataset][0].shape[1]
+        labels = noisy.methods or [m.display_name for m in config.methods]
+        runs |= {(i, d + noise_columns(d, r)) for i, m in enumerate(config.methods) if m.display_name in labels
+                 for r in noisy.ratios}
+    for i, width in sorted(runs):
+        M = _n_kernels(config, width)
+        check_method(config.methods[i], resolve_grid(config.methods[i].grid, M), M, f"methods[{i}]")
+    for i, p in enumerate(config.paths):
+        j = next(k for k, m in enumerate(config.methods) if m.display_name == p.method)
+        M = _n_kernels(config, data[p.dataset][0].shape[1])
+        points = [{**p.fixed, p.param: v} for v in p.values]
+        try:
+            check_method(config.methods[j], [resolve_grid({k: [v] for k, v in pt.items()}, M)[0] for pt in points],
+                         M, f"methods[{j}]")
+        except ConfigError as exc:
+            raise ConfigError(str(exc), f"paths[{i}]") from exc
+    return data
+
+
+# --------------------------------------------------------------------------------------------------
+# planning and fingerprints
+# --------------------------------------------------------------------------------------------------
+def _fingerprint(parts: dict[str, Any], X: np.ndarray, y: np.ndarray) -> str:
+    h = hashlib.sha256(json.dumps(_jsonable(parts), sort_keys=True).encode())
+    h.update(np.ascontiguousarray(X).tobytes())
+    h.update(np.ascontiguousarray(y).tobytes())
+    return h.hexdigest()[:16]
+
+
+def plan_experiment(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[UnitTask]:
+    """Every split of ``config`` with all its units (finished or not), in a deterministic order."""
+    ex = config.experiment
+    common = {"preprocessing": config.preprocessing, "kernels": config.kernels, "solver": config.solver}
+    # What determines a unit's result (not n_jobs, the output folder or how the results are tabulated).
+    protocol = {"seed": ex.seed, "test_fraction": ex.test_fraction, "cv_folds": ex.cv_folds,
+                "warm_start": ex.warm_start, **{k: attrs.asdict(v) for k, v in common.items()},
+                "version": __version__}
+    tasks: list[UnitTask] = []
+
+    def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
+            **kw: Any) -> None:
+        X, y = data[ds.name]
+        base = {"kind": kind, "dataset": attrs.asdict(ds), "protocol": protocol, **extra}
+        members = [Member(key=f"{prefix}/{m.display_name}", method=m,
+                          fingerprint=_fingerprint({**base, "method": attrs.asdict(m)}, X, y)) for m in methods]
+        tasks.append(UnitTask(kind=kind, dataset=ds, X=X, y=y, members=members, settings=ex, **common, **kw))
+
+    if ex.benchmark:
+        for ds in config.datasets:
+            for r in range(ex.repeats):
+                add(f"benchmark/{ds.name}/{r}", "benchmark", ds, config.methods, {"repeat": r}, repeat=r, index=r)
+    noisy = config.noisy_kernels
+    if noisy is not None:
+        ds = config.dataset(noisy.dataset)
+        methods = [config.method(label) for label in noisy.methods] if noisy.methods else config.methods
+        for i, ratio in enumerate(noisy.ratios):
+            add(f"noisy/{ds.name}/{ratio:g}", "noisy", ds, methods,
+                {"ratio": ratio, "max_ratio": max(noisy.ratios), "repeat": noisy.repeat},
+                repeat=noisy.repeat, index=i, ratio=ratio, max_ratio=max(noisy.ratios))
+    for i, p in enumerate(config.paths):
+        ds = config.dataset(p.dataset)
+        task_prefix = f"path/{i}"
+        add(task_prefix, "path", ds, [config.method(p.method)], {"path": attrs.asdict(p)}, index=i, path=p)
+        tasks[-1].members[0].key = f"{task_prefix}/{p.label or p.method}"
+    return tasks
+
+
+def _read_units(path: Path) -> dict[str, dict[str, Any]]:
+    """Finished records by key; a torn last line (an interrupted write) and failed units are ignored."""
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "key" in rec and "error" not in rec:
+            done[rec["key"]] = rec
+    return done
+
+
+def _append(path: Path, record: dict[str, Any]) -> None:
+    # One write per line, flushed and synced: a crash leaves at most one torn line, which is skipped.
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(_jsonable(record)) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain JSON types; non-finite floats as the strings "inf", "-inf", "nan" (JSON has no such numbers)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# running
+# --------------------------------------------------------------------------------------------------
+def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progress: bool | None,
+             n_done: int) -> Iterable[dict[str, Any]]:
+    bar = tqdm(total=sum(len(t.members) for t in tasks) + n_done, initial=n_done, desc="experiment", unit="unit",
+               disable=(not progress) if progress is not None else None)
+    try:
+        if (n_jobs or 1) == 1:
+            # In-process: no pickling, and plugins registered at run time are visible.
+            results: Iterable[list[dict[str, Any]]] = (run_unit(t) for t in tasks)
+        else:
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(run_unit)(t) for t in tasks)
+        for records in results:
+            for rec in records:
+                _append(units_path, rec)
+                bar.set_postfix_str(rec["key"][-40:])
+                bar.update()
+                yield rec
+    finally:
+        bar.close()
+
+
+def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Path, out: str | Path | None = None,
+                   n_jobs: int | None = None, progress: bool | None = None, json_path: str | Path | None = None,
+                   command: str | None = None) -> dict[str, Any]:
+    """Run (or continue) an experiment and write its tables, JSON and figures.
+
+    Parameters
+    ----------
+    config_or_path : ExperimentConfig, dict or path
+        A configuration, its dict form (relative paths resolved against the current directory) or a TOML
+        file (relative paths resolved against the file's folder).
+    out : path, optional
+        Output folder, replacing ``experiment.output``.
+    n_jobs : int, optional
+        Parallel units (joblib processes), replacing ``experiment.n_jobs``; ``-1`` for every core.
+    progress : bool, optional
+        Show a progress bar; ``None``: only on a terminal.
+    json_path : path, optional
+        Also write the summary JSON there.
+    command : str, optional
+        The command line to quote in ``results.md``.
+
+    Returns
+    -------
+    dict
+        The summary written to ``results.json``: per-method tables, noisy-kernel and path results, every
+        unit record, failed units under ``errors``, timings and environment.
+    """
+    start = time.perf_counter()
+    if isinstance(config_or_path, ExperimentConfig):
+        config = config_or_path
+    elif isinstance(config_or_path, dict):
+        config = experiment_config_from_dict(config_or_path)
+    else:
+        config = load_experiment_config(config_or_path)
+    overrides = {"output": str(Path(out).resolve())} if out is not None else {}
+    if n_jobs is not None:
+        overrides["n_jobs"] = n_jobs
+    if overrides:  # a copy: the caller's configuration stays as it was
+        config = attrs.evolve(config, experiment=attrs.evolve(config.experiment, **overrides))
+    data = check_experiment(config)
+    tasks = plan_experiment(config, data)
+    members = [m for t in tasks for m in t.members]
+    outdir = Path(config.experiment.output)
+    outdir.mkdir(parents=True, exist_ok=True)
+    units_path = outdir / UNITS_FILE
+    previous = _read_units(units_path)
+    finished = {m.key: previous[m.key] for m in members
+                if m.key in previous and previous[m.key]["fingerprint"] == m.fingerprint}
+    pending = []
+    for t in tasks:  # a split runs only its unfinished units (its kernels are still built once)
+        todo = [m for m in t.members if m.key not in finished]
+        if todo:
+            pending.append(attrs.evolve(t, members=todo))
+    errors: list[dict[str, Any]] = []
+    for rec in _execute(pending, units_path, config.experiment.n_jobs, progress, len(finished)):
+        if "error" in rec:
+            errors.append({"key": rec["key"], "error": rec["error"], "traceback": rec.get("traceback", "")})
+        else:
+            finished[rec["key"]] = rec
+    summary = summarize(config, data, [finished[m.key] for m in members if m.key in finished], len(members))
+    summary.update(errors=errors, wall_time=time.perf_counter() - start,
+                   command=command or f"multikernel experiment {config.experiment.name}")
+    _write_outputs(summary, outdir, json_path)
+    return summary
+
+
+def summarize(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.ndarray]],
+              records: list[dict[str, Any]], planned: int) -> dict[str, Any]:
+    """The summary of the finished ``records`` of ``config`` (tables, every number, environment)."""
+    ex = config.experiment
+    labels = [m.display_name for m in config.methods]
+    summary: dict[str, Any] = {
+        "name": ex.name, "config": experiment_config_to_dict(config), "planned_units": planned,
+        "finished_units": len(records), "unit_time_total": float(sum(r["unit_time"] for r in records)),
+        "selection_threshold": ex.selection_threshold,
+        "data": {name: {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
+                        "n_classes": int(len(np.unique(y)))} for name, (X, y) in data.items()},
+        "environment": {"multikernel": __version__, "python": sys.version.split()[0],
+                        "platform": platform.platform(), "cpu_count": os.cpu_count()},
+        "units": records,
+    }
+    if ex.benchmark:
+        summary["benchmark"] = summarize_benchmark([r for r in records if r["kind"] == "benchmark"],
+                                                   [d.name for d in config.datasets], labels, ex.selection_threshold)
+    if config.noisy_kernels is not None:
+        noisy = config.noisy_kernels
+        summary["noisy_dataset"] = noisy.dataset
+        summary["noisy_kernels"] = summarize_noisy([r for r in records if r["kind"] == "noisy"], noisy.ratios,
+                                                   noisy.methods or labels, ex.selection_threshold)
+    paths = []
+    for i, p in enumerate(config.paths):
+        rec = next((r for r in records if r["kind"] == "path" and r["index"] == i), None)
+        if rec is not None:
+            paths.append({**rec, "label": p.label or p.method, "dataset": p.dataset, "method": p.method})
+    summary["paths"] = paths
+    return summary
+
+
+def _write_outputs(summary: dict[str, Any], outdir: Path, json_path: str | Path | None) -> None:
+    figures, note = make_figures(summary, outdir / "figures")
+    summary["figures"], summary["figures_note"] = figures, note
+    (outdir / "results.md").write_text(markdown_report(summary), encoding="utf-8")
+    text = json.dumps(_jsonable(summary), indent=1)
+    (outdir / "results.json").write_text(text + "\n", encoding="utf-8")
+    if json_path is not None:
+        if str(json_path) == "-":
+            print(text)
+        else:
+            Path(json_path).write_text(text + "\n", encoding="utf-8")
+

@@ -1,0 +1,300 @@
+"""The independent units of work of an experiment, each a pure function of its inputs.
+
+A unit is one (data set, split, method) of the benchmark, one (noise ratio, method) of the noisy-kernel
+experiment, or one parameter path.  Each unit draws its split, standardizes with the training statistics,
+builds the training kernel stack once and the test x train cross kernels once (block by block, to bound the
+memory), selects parameters by cross-validation on the training part (:mod:`multikernel.stackcv`), refits at
+the selected point and tests.  Units run in worker processes; they return plain JSON-ready dicts.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import StratifiedKFold, train_test_split
+
+from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig
+from multikernel.errors import ConfigError, PluginError
+from multikernel.experiment_config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
+from multikernel.interfaces import KernelBuilder
+from multikernel.kernelset import KernelSet
+from multikernel.registry import get_registry
+from multikernel.stackcv import (
+    FitOutcome,
+    binary_targets,
+    cross_validate,
+    decision_values,
+    fit_point,
+    predict_labels,
+    resolve_grid,
+    select_best,
+)
+
+__all__ = [
+    "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",
+]
+
+
+@attrs.define
+class Member:
+    """One unit of a task: its key, fingerprint and method (the resume log has one line per member)."""
+
+    key: str
+    fingerprint: str
+    method: MethodSpec
+
+
+@attrs.define
+class UnitTask:
+    """The unfinished units of one split (picklable, sent to a worker process).
+
+    The units of a split share its kernels: the training stack is built once and the test x train cross
+    kernels are computed once for all of them.  ``kind`` is ``"benchmark"``, ``"noisy"`` or ``"path"``;
+    ``index`` the repeat, the ratio index or the path index; ``ratio`` the noise ratio of a noisy split;
+    ``path`` the path of a path unit (then ``members`` has one entry).
+    """
+
+    kind: str
+    dataset: DatasetSpec
+    X: np.ndarray
+    y: np.ndarray
+    members: list[Member]
+    settings: ExperimentSettings
+    preprocessing: PreprocessingConfig
+    kernels: KernelsConfig
+    solver: SolverConfig
+    repeat: int = 0
+    index: int = 0
+    ratio: float = 0.0
+    max_ratio: float = 0.0
+    path: PathConfig | None = None
+
+
+# --------------------------------------------------------------------------------------------------
+# data and kernels
+# --------------------------------------------------------------------------------------------------
+def make_builders(kernels: KernelsConfig, n_features: int) -> list[KernelBuilder]:
+    """The unfitted base kernel builders of ``kernels`` for data with ``n_features`` features."""
+    if kernels.builders:
+        from multikernel.runner import _builders  # the run config's expansion of explicit builder lists
+
+        return _builders(kernels.builders, n_features)
+    try:
+        family = get_registry().get("family", kernels.family)
+    except PluginError as exc:
+        raise ConfigError(str(exc), "kernels.family") from exc
+    try:
+        return list(family(n_features, **kernels.family_params))
+    except TypeError as exc:
+        raise ConfigError(f"bad parameters for family {kernels.family!r}: {exc}", "kernels.family_params") from exc
+
+
+def make_kernel_set(kernels: KernelsConfig, n_features: int) -> KernelSet:
+    """An unfitted :class:`KernelSet` for ``kernels``; settings of ``[kernels]`` that the kernel set takes
+    (``normalize``, ``dtype``, and storage options where the installed version has them) are passed on."""
+    accepted = inspect.signature(KernelSet).parameters
+    options = {k: v for k, v in attrs.asdict(kernels, recurse=False).items()
+               if k in accepted and k != "builders" and v is not None}
+    return KernelSet(make_builders(kernels, n_features), **options)
+
+
+def noise_columns(n_features: int, ratio: float) -> int:
+    """Number of random features appended at noise ratio ``ratio``: ``round(ratio * n_features)``."""
+    return int(round(ratio * n_features))
+
+
+def append_noise(X: np.ndarray, ratio: float, max_ratio: float, seed: int) -> np.ndarray:
+    """``X`` with ``round(ratio d)`` standard-normal columns appended.
+
+    The noise matrix is drawn once for ``max_ratio`` from ``seed`` and its first columns are used, so the
+    noise at a smaller ratio is part of the noise at a larger one (nested, a smoother curve).
+    """
+    rng = np.random.default_rng([seed, 7919])  # a stream separate from the splits' seeds
+    noise = rng.standard_normal((X.shape[0], noise_columns(X.shape[1], max_ratio)))
+    return np.hstack([X, noise[:, :noise_columns(X.shape[1], ratio)]])
+
+
+def split_data(X: np.ndarray, y: np.ndarray, dataset: DatasetSpec, settings: ExperimentSettings, repeat: int,
+               standardize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stratified split ``repeat`` (seed ``seed + repeat``), standardized with the training statistics."""
+    size = {"train_size": dataset.train_size} if dataset.train_size else {"test_size": settings.test_fraction}
+    Xtr, Xte, ytr, yte = train_test_split(X, y, stratify=y, random_state=settings.seed + repeat, **size)
+    if standardize:
+        mean, scale = Xtr.mean(axis=0), Xtr.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)  # constant columns stay constant instead of NaN
+        Xtr, Xte = (Xtr - mean) / scale, (Xte - mean) / scale
+    return Xtr, Xte, ytr, yte
+
+
+def _test_decisions(kernel_set: KernelSet, X_test: np.ndarray, n_train: int, outcomes: Sequence[FitOutcome],
+                    block_mb: float) -> list[np.ndarray]:
+    """Decision values of every outcome on ``X_test``; each block of cross kernels is computed once."""
+    bytes_per_row = len(kernel_set.builders) * n_train * np.dtype(kernel_set.dtype).itemsize
+    rows = max(1, int(block_mb * 2**20 // max(bytes_per_row, 1)))
+    parts: list[list[np.ndarray]] = [[] for _ in outcomes]
+    for start in range(0, len(X_test), rows):
+        cross = kernel_set.cross_stack(X_test[start:start + rows])
+        for k, outcome in enumerate(outcomes):
+            parts[k].append(decision_values(cross, outcome))
+    return [np.vstack(p) for p in parts]
+
+
+def _summary(outcome: FitOutcome) -> dict[str, Any]:
+    weights = outcome.weights
+    return {
+        "weights": (weights[0] if len(weights) == 1 else weights).tolist(),
+        "fit_time": outcome.fit_time, "n_iter": outcome.n_iter, "dual_gap": outcome.dual_gap,
+        "objective": outcome.objective, "converged": outcome.converged,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# the units
+# --------------------------------------------------------------------------------------------------
+class _Recorder:
+    """Runs one member's work, catching its failure and its warnings into the member's record.
+
+    Convergence warnings of the outer solvers are counted instead of flooding the console (a grid search
+    makes hundreds of fits); other warnings are kept as distinct messages.
+    """
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+        self.caught: list[warnings.WarningMessage] = []
+
+    def __enter__(self) -> _Recorder:
+        self._context = warnings.catch_warnings(record=True)
+        self.caught = self._context.__enter__()
+        warnings.simplefilter("always")
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
+        self._context.__exit__(None, None, None)
+        rec = self.record
+        rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
+        # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
+        # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
+        if any("interrupted" in str(w.message) for w in self.caught if issubclass(w.category, RuntimeWarning)):
+            raise KeyboardInterrupt
+        rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + sum(
+            issubclass(w.category, ConvergenceWarning) for w in self.caught)
+        others = {f"{w.category.__name__}: {w.message}" for w in self.caught
+                  if not issubclass(w.category, ConvergenceWarning)}
+        rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | others)[:5]
+        if exc is not None and isinstance(exc, Exception):
+            # One failing unit must not lose the others; its record says why.
+            rec.setdefault("error", f"{type(exc).__name__}: {exc}")
+            rec.setdefault("traceback", "".join(traceback.format_exception(exc, limit=8)))
+            return True
+        return False
+
+
+def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]]) -> None:
+    """Benchmark and noisy splits: kernels once; per member CV over its grid and a refit; one test pass."""
+    s = task.settings
+    classes = np.unique(task.y)
+    Xtr, Xte, ytr, yte = split_data(X, task.y, task.dataset, s, task.repeat, task.preprocessing.standardize)
+    t0 = time.perf_counter()
+    kernel_set = make_kernel_set(task.kernels, X.shape[1])
+    stack = kernel_set.fit_stack(Xtr)
+    kernel_time = time.perf_counter() - t0
+    M = stack.n_kernels
+    folds = (list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed + task.repeat)
+                  .split(np.zeros(len(ytr)), ytr)) if s.cv_folds >= 2 else [])
+    outcomes: dict[int, FitOutcome] = {}
+    for k, (member, rec) in enumerate(zip(task.members, records, strict=True)):
+        with _Recorder(rec):
+            points = resolve_grid(member.method.grid, M)
+            rec.update(n_kernels=M, n_features=int(X.shape[1]), n_train=len(ytr), n_test=len(yte), grid=points,
+                       kernel_time=kernel_time)
+            best = 0
+            if folds and len(points) > 1:
+                scores, info = cross_validate(stack, ytr, classes, folds, member.method, points, task.solver,
+                                              warm_start=s.warm_start)
+                best = select_best(scores)
+                rec.update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
+            cpu0 = time.process_time()
+            outcomes[k] = fit_point(stack, binary_targets(ytr, classes), member.method, points[best], task.solver)
+            rec.update(_summary(outcomes[k]), best_params=points[best], fit_cpu_time=time.process_time() - cpu0)
+    t1 = time.perf_counter()
+    decisions = _test_decisions(kernel_set, Xte, len(ytr), list(outcomes.values()), s.cross_block_mb)
+    test_kernel_time = time.perf_counter() - t1
+    for k, d in zip(outcomes, decisions, strict=True):
+        records[k].update(accuracy=float(np.mean(predict_labels(d, classes) == yte)),
+                          test_kernel_time=test_kernel_time)
+
+
+def _path(task: UnitTask, record: dict[str, Any]) -> None:
+    """A parameter path: refit at each value (each warm-started from the previous one), test every model."""
+    p = task.path
+    assert p is not None
+    method = task.members[0].method
+    classes = np.unique(task.y)
+    Xtr, Xte, ytr, yte = split_data(task.X, task.y, task.dataset, task.settings, p.repeat,
+                                    task.preprocessing.standardize)
+    kernel_set = make_kernel_set(task.kernels, task.X.shape[1])
+    stack = kernel_set.fit_stack(Xtr)
+    M = stack.n_kernels
+    fixed = {k: evaluate_value(v, M) for k, v in p.fixed.items()}
+    values = [evaluate_value(v, M) for v in p.values]
+    targets = binary_targets(ytr, classes)
+    outcomes: list[FitOutcome] = []
+    previous = None
+    for value in values:
+        outcome = fit_point(stack, targets, method, {**fixed, p.param: value}, task.solver,
+                            warm=previous if task.settings.warm_start else None)
+        outcomes.append(outcome)
+        previous = outcome
+    decisions = _test_decisions(kernel_set, Xte, len(ytr), outcomes, task.settings.cross_block_mb)
+    points = [{**_summary(o), "value": v, "accuracy": float(np.mean(predict_labels(d, classes) == yte))}
+              for v, o, d in zip(values, outcomes, decisions, strict=True)]
+    record.update(n_kernels=M, n_features=int(task.X.shape[1]), n_train=len(ytr), n_test=len(yte), param=p.param,
+                  fixed=fixed, points=points, kernel_names=kernel_set.describe())
+
+
+def run_unit(task: UnitTask) -> list[dict[str, Any]]:
+    """Run the units of one split; return one record per member (``error`` set when it failed).
+
+    A failure of the shared part (split, kernels, test kernels) is recorded in every member still without
+    an error.  The time of the shared part is split evenly among the members' ``unit_time``.
+    """
+    records: list[dict[str, Any]] = []
+    for m in task.members:
+        rec: dict[str, Any] = {"key": m.key, "fingerprint": m.fingerprint, "kind": task.kind,
+                               "dataset": task.dataset.name, "method": m.method.display_name, "index": task.index}
+        if task.kind == "benchmark":
+            rec["repeat"] = task.repeat
+        elif task.kind == "noisy":
+            rec.update(ratio=task.ratio, repeat=task.repeat,
+                       n_noise_features=noise_columns(task.X.shape[1], task.ratio))
+        records.append(rec)
+    start = time.perf_counter()
+    shared: dict[str, Any] = {}
+    with _Recorder(shared):
+        if task.kind == "path":
+            _path(task, records[0])
+        else:
+            X = task.X
+            if task.kind == "noisy":
+                X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
+            _select_and_test(task, X, records)
+    own = sum(r.get("unit_time", 0.0) for r in records)
+    for rec in records:
+        rec["unit_time"] = rec.get("unit_time", 0.0) + max(time.perf_counter() - start - own, 0.0) / len(records)
+        rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + shared.get("convergence_warnings", 0)
+        rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | set(shared.get("other_warnings", [])))
+        if "error" in shared:
+            rec.setdefault("error", shared["error"])
+            rec.setdefault("traceback", shared["traceback"])
+        elif "accuracy" not in rec and "points" not in rec:
+            rec.setdefault("error", "no result (an earlier step of this unit failed)")
+    return records

@@ -1,0 +1,381 @@
+"""The experiment runner, on tiny generated data: outputs, resuming, ranks, model selection against
+scikit-learn's GridSearchCV, kernel reuse, and configuration errors with key paths."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.model_selection import GridSearchCV, StratifiedKFold
+
+import multikernel.experiment as experiment
+import multikernel.experiment_units as units
+from multikernel import MKLClassifier
+from multikernel.cli import main
+from multikernel.config import SolverConfig
+from multikernel.datasets import make_ringnorm
+from multikernel.errors import ConfigError
+from multikernel.experiment import check_experiment, experiment_config_from_dict, run_experiment
+from multikernel.experiment_config import MethodSpec, evaluate_value, load_experiment_config
+from multikernel.experiment_report import competition_ranks, count_selected, summarize_benchmark, truncate
+from multikernel.hookspecs import hookimpl
+from multikernel.interfaces import Method
+from multikernel.kernelset import KernelSet
+from multikernel.plugins.kernels import PolynomialKernel, RBFKernel
+from multikernel.plugins.regularizers import Simplex
+from multikernel.registry import get_registry
+from multikernel.stackcv import cross_validate, resolve_grid, select_best
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "experiments"
+
+
+def _config(tmp_path, **sections):
+    """A tiny experiment: generated ringnorm (48 x 2), 3 kernels, average and L1-MKL over a C grid."""
+    cfg = {
+        "experiment": {"name": "tiny", "output": str(tmp_path / "out"), "repeats": 2, "cv_folds": 3, "n_jobs": 1},
+        "kernels": {"family": "simplemkl",
+                    "family_params": {"sigmas": [1.0, 4.0], "degrees": [1], "single_features": False}},
+        "solver": {"tol": 1e-2, "max_iter": 15},
+        "datasets": [{"name": "ring", "source": "ringnorm", "params": {"n_samples": 48, "n_features": 2}}],
+        "methods": [{"method": "average", "grid": {"C": [0.1, 10.0]}},
+                    {"method": "l1mkl", "label": "L1", "grid": {"C": [0.1, 1.0, 10.0]}}],
+    }
+    for key, value in sections.items():
+        cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
+    return cfg
+
+
+def test_runner_writes_tables_json_and_figure_data(tmp_path):
+    cfg = _config(tmp_path, noisy_kernels={"dataset": "ring", "ratios": [0.0, 1.0], "methods": ["average"]},
+                  paths=[{"dataset": "ring", "method": "L1", "param": "C", "values": [0.1, 10.0]}])
+    summary = run_experiment(cfg, progress=False)
+    out = tmp_path / "out"
+    assert summary["finished_units"] == summary["planned_units"] == 2 * 2 + 2 + 1
+    assert summary["errors"] == []
+    md = (out / "results.md").read_text()
+    assert "| ring (n=48, d=2, M=3) |" in md and "| average rank |" in md and "Training time" in md
+    saved = json.loads((out / "results.json").read_text())
+    row = saved["benchmark"]["table"]["ring"]
+    for label in ("average", "L1"):
+        assert len(row[label]["accuracy"]) == 2 and 0.0 <= row[label]["accuracy_mean"] <= 100.0
+        assert row[label]["rank"] in (1, 2)
+        assert all(p["C"] in (0.1, 1.0, 10.0) for p in row[label]["best_params"])
+    assert row["average"]["n_selected"] == [3, 3]  # the average kernel uses every kernel
+    noisy = saved["noisy_kernels"]["rows"]
+    assert [r["n_noise_features"] for r in noisy] == [0, 2] and [r["n_kernels"] for r in noisy] == [3, 3]
+    path = saved["paths"][0]
+    assert [p["value"] for p in path["points"]] == [0.1, 10.0]
+    assert all(abs(sum(p["weights"]) - 1.0) < 1e-9 for p in path["points"])  # simplex weights
+    assert len((out / "units.jsonl").read_text().splitlines()) == summary["planned_units"]
+    pytest.importorskip("matplotlib")
+    assert {"figures/accuracy.png", "figures/noisy_kernels.png", "figures/path_0_L1.png"} <= set(saved["figures"])
+    assert (out / "figures" / "accuracy.png").stat().st_size > 0
+
+
+def test_rerun_skips_finished_units_and_reruns_changed_ones(tmp_path, monkeypatch):
+    calls = []
+    real = units.fit_point
+    monkeypatch.setattr(units, "fit_point", lambda *a, **k: calls.append(1) or real(*a, **k))
+    cfg = _config(tmp_path)
+    first = run_experiment(cfg, progress=False)
+    assert first["finished_units"] == 4 and len(calls) == 4  # one refit per unit (CV fits go through stackcv)
+    calls.clear()
+    again = run_experiment(cfg, progress=False)
+    assert calls == [] and again["finished_units"] == 4
+    assert again["benchmark"]["table"] == first["benchmark"]["table"]
+    cfg["methods"][0]["grid"]["C"] = [1.0]  # a changed grid changes the fingerprint of that method's units only
+    run_experiment(cfg, progress=False)
+    assert len(calls) == 2
+
+
+def test_interrupt_keeps_finished_units(tmp_path, monkeypatch):
+    real = experiment.run_unit
+    seen = []
+
+    def flaky(task):  # the second split is interrupted
+        if seen:
+            raise KeyboardInterrupt
+        seen.extend(m.key for m in task.members)
+        return real(task)
+
+    monkeypatch.setattr(experiment, "run_unit", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(_config(tmp_path), progress=False)
+    lines = (tmp_path / "out" / "units.jsonl").read_text().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == seen == ["benchmark/ring/0/average", "benchmark/ring/0/L1"]
+    monkeypatch.setattr(experiment, "run_unit", lambda task: seen.extend(m.key for m in task.members) or real(task))
+    summary = run_experiment(_config(tmp_path), progress=False)
+    assert summary["finished_units"] == 4
+    assert seen[2:] == ["benchmark/ring/1/average", "benchmark/ring/1/L1"]  # only the missing units ran
+
+
+def test_a_failing_unit_is_reported_and_retried(tmp_path, monkeypatch, capsys):
+    real = units.fit_point
+
+    def broken(stack, targets, spec, *args, **kwargs):
+        if spec.method == "l1mkl":
+            raise FloatingPointError("solver exploded")
+        return real(stack, targets, spec, *args, **kwargs)
+
+    monkeypatch.setattr(units, "fit_point", broken)
+    cfg = _config(tmp_path)
+    summary = run_experiment(cfg, progress=False)
+    assert [e["key"] for e in summary["errors"]] == ["benchmark/ring/0/L1", "benchmark/ring/1/L1"]
+    assert "FloatingPointError: solver exploded" in summary["errors"][0]["error"]
+    assert summary["finished_units"] == 2 and "L1" not in summary["benchmark"]["table"]["ring"]
+    assert "**Failed units**" in (tmp_path / "out" / "results.md").read_text()
+    monkeypatch.setattr(units, "fit_point", real)
+    again = run_experiment(cfg, progress=False)
+    assert again["errors"] == [] and again["finished_units"] == 4
+
+
+def test_competition_ranks_with_ties_and_truncated_average():
+    assert competition_ranks([90.0, 85.0, 90.0, 80.0]) == [1, 3, 1, 4]
+    assert competition_ranks([1.0, 1.0 + 1e-12, 2.0], higher_is_better=False) == [1, 1, 3]
+    assert truncate(44 / 7) == 6.28 and truncate(2.0 - 1e-15) == 2.0 and truncate(2.999) == 2.99
+    records = [{"dataset": ds, "method": m, "repeat": 0, "accuracy": acc, "fit_time": t, "weights": [0.5, 0.5],
+                "n_iter": 1, "dual_gap": 0.0, "kernel_time": 0.0, "best_params": {}, "n_kernels": 2,
+                "n_train": 10, "n_test": 5}
+               for ds, m, acc, t in [("a", "x", 0.9, 1.0), ("a", "y", 0.9, 2.0), ("a", "z", 0.8, 3.0),
+                                     ("b", "x", 0.7, 1.0), ("b", "y", 0.8, 1.0), ("b", "z", 0.9, 1.0)]]
+    summary = summarize_benchmark(records, ["a", "b"], ["x", "y", "z"], 1e-5)
+    assert [summary["table"]["a"][m]["rank"] for m in "xyz"] == [1, 1, 3]
+    assert summary["average_rank"] == {"x": 2.0, "y": 1.5, "z": 2.0}
+    assert [summary["table"]["b"][m]["time_rank"] for m in "xyz"] == [1, 1, 1]
+    assert count_selected([0.5, 0.5 - 1e-7, 1e-7], 1e-5) == 2
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("method", ["average", "l1mkl"])
+def test_grid_search_matches_sklearn_gridsearchcv(method):
+    X, y = make_ringnorm(60, 3, random_state=1)
+    X = (X - X.mean(0)) / X.std(0)
+    builders = [RBFKernel(sigma=1.0), RBFKernel(sigma=3.0), PolynomialKernel(degree=2, columns=[0])]
+    grid = {"C": [0.01, 0.1, 1.0, 10.0]}
+    folds = StratifiedKFold(3, shuffle=True, random_state=0)
+    solver = SolverConfig(tol=1e-3, max_iter=30, inner_tol=1e-6)
+    reference = GridSearchCV(MKLClassifier(kernels=builders, normalize="none", method=method, tol=solver.tol,
+                                           max_iter=solver.max_iter, inner_tol=solver.inner_tol), grid, cv=folds,
+                             refit=False).fit(X, y)
+    stack = KernelSet([b for b in builders], normalize="none").fit_stack(X)
+    points = resolve_grid(grid, stack.n_kernels)
+    for warm in (False, True):
+        scores, info = cross_validate(stack, y, np.unique(y), list(folds.split(X, y)), MethodSpec(method=method),
+                                      points, solver, warm_start=warm)
+        assert points[select_best(scores)] == reference.best_params_
+        assert info["cv_fits"] == len(points) * 3
+        if not warm:  # the very same fits: the same fold scores, to the bit
+            np.testing.assert_array_equal(scores.mean(axis=1), reference.cv_results_["mean_test_score"])
+
+
+def test_kernels_are_built_once_per_unit(tmp_path, monkeypatch):
+    counts = {"fit_stack": 0, "cross_stack": 0, "rbf_fit": 0}
+
+    class CountingKernelSet(KernelSet):
+        def fit_stack(self, X):
+            counts["fit_stack"] += 1
+            return super().fit_stack(X)
+
+        def cross_stack(self, X):
+            counts["cross_stack"] += 1
+            return super().cross_stack(X)
+
+    real_fit = RBFKernel.fit
+    monkeypatch.setattr(units, "KernelSet", CountingKernelSet)
+    monkeypatch.setattr(RBFKernel, "fit", lambda self, X, y=None: counts.__setitem__("rbf_fit", counts["rbf_fit"] + 1)
+                        or real_fit(self, X, y))
+    summary = run_experiment(_config(tmp_path), progress=False)
+    n_units = summary["finished_units"]
+    cv_fits = sum(r["cv_fits"] for r in summary["units"])
+    assert n_units == 4 and cv_fits == 2 * 3 * 2 + 2 * 3 * 3  # 2 repeats x 3 folds x grid sizes 2 and 3
+    # one training stack and one (single-block) cross stack per split, shared by the methods, whatever the
+    # grid and the folds: 2 splits here
+    assert counts == {"fit_stack": 2, "cross_stack": 2, "rbf_fit": 2 * 2}
+
+
+class ToySimplex(Simplex):
+    """The simplex with a cap parameter that only has to be feasible (``theta >= 1/M``): enough to exercise
+    ``regularizer__theta`` grids and ``1/M`` expressions on a method the runner does not know."""
+
+    name = "toy_simplex"
+
+    def __init__(self, theta: float = 1.0) -> None:
+        self.theta = theta
+
+    def check(self, n_kernels: int) -> None:
+        if self.theta < 1.0 / n_kernels - 1e-12:
+            raise ValueError(f"theta={self.theta} < 1/M")
+
+
+class ToyPlugin:
+    @hookimpl
+    def multikernel_regularizers(self):
+        return {"toy_simplex": ToySimplex}
+
+    @hookimpl
+    def multikernel_methods(self):
+        return {"toy": Method(name="toy", summary="test method", loss="csvc", regularizer="toy_simplex",
+                              solver="bcd")}
+
+
+@pytest.fixture
+def toy_method():
+    plugin = ToyPlugin()
+    get_registry().register(plugin)
+    yield
+    get_registry().unregister(plugin)
+
+
+def test_a_new_method_works_by_name_with_regularizer_grid(tmp_path, toy_method):
+    cfg = _config(tmp_path, methods=[{"method": "toy", "grid": {"C": [1.0], "regularizer__theta": ["1/M", 1.0]}}])
+    cfg["experiment"]["repeats"] = 1
+    summary = run_experiment(cfg, progress=False)
+    rec = summary["units"][0]
+    assert [p["regularizer__theta"] for p in rec["grid"]] == [pytest.approx(1 / 3), 1.0]
+    assert rec["best_params"]["regularizer__theta"] in (pytest.approx(1 / 3), 1.0)
+    cfg["methods"][0]["grid"]["regularizer__theta"] = [0.1]
+    with pytest.raises(ConfigError, match=r"^methods\[0\]\.grid: grid point \(C=1, regularizer__theta=0.1\) is "
+                                          r"infeasible for M=3"):
+        check_experiment(experiment_config_from_dict(cfg))
+    # only what runs is checked: without the benchmark, the method's grid is not used, the path's values are
+    cfg["experiment"]["benchmark"] = False
+    cfg["paths"] = [{"dataset": "ring", "method": "toy", "param": "regularizer__theta", "values": ["1/M", 1]}]
+    assert set(check_experiment(experiment_config_from_dict(cfg))) == {"ring"}
+    cfg["paths"][0]["values"] = [0.2]
+    with pytest.raises(ConfigError, match=r"^paths\[0\]: .*infeasible for M=3"):
+        check_experiment(experiment_config_from_dict(cfg))
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"methods": [{"method": "average", "grid": {"gamma": [1]}}]}, "methods[0].grid.gamma: 'gamma' is not a parameter"),
+    ({"methods": [{"method": "average", "grid": {"C": [1, "1/x"]}}]}, "methods[0].grid.C[1]: "),
+    ({"methods": [{"method": "average", "grid": {"C": []}}]}, "methods[0].grid.C: needs at least one value"),
+    ({"methods": [{"method": "average"}, {"method": "average"}]}, "methods[1].label: duplicate method label"),
+    ({"datasets": [{"name": "d", "source": "nope.csv"}]}, "datasets[0].source: 'nope.csv' is neither"),
+    ({"datasets": [{"name": "d", "source": "wine", "params": {"a": 1}}]}, "datasets[0].params: "),
+    ({"datasets": [{"name": "d", "source": "ringnorm", "train_size": -1}]}, "datasets[0].train_size: must be positive"),
+    ({"experiment": {"cv_folds": 1}}, "experiment.cv_folds: must be 0"),
+    ({"experiment": {"repeats": "3"}}, "experiment.repeats: got '3'; expected an integer"),
+    ({"experiment": {"colour": 1}}, "experiment: unknown key(s) 'colour'"),
+    ({"noisy_kernels": {"dataset": "ring", "methods": ["SM9"]}}, "noisy_kernels.methods[0]: unknown method label"),
+    ({"paths": [{"dataset": "x", "method": "L1", "param": "C", "values": [1]}]}, "paths[0].dataset: unknown data set"),
+])
+def test_config_errors_name_the_key_path(tmp_path, change, fragment):
+    with pytest.raises(ConfigError) as info:
+        experiment_config_from_dict(_config(tmp_path, **change))
+    assert str(info.value).startswith(fragment)
+
+
+@pytest.mark.parametrize("change, fragment", [
+    ({"methods": [{"method": "simplemkl9"}]}, "methods[0].method: unknown method 'simplemkl9'"),
+    ({"methods": [{"method": "l1mkl", "grid": {"regularizer__nu": [0.5]}}]},
+     "methods[0].grid.regularizer__nu: 'nu' is not a parameter of regularizer 'simplex'"),
+    ({"datasets": [{"name": "ring", "source": "ringnorm", "params": {"n_sample": 5}}]},
+     "datasets[0].params: bad parameters for generator 'ringnorm'"),
+    ({"kernels": {"family": "nope"}}, "kernels.family: unknown family 'nope'"),
+])
+def test_semantic_errors_name_the_key_path(tmp_path, change, fragment):
+    with pytest.raises(ConfigError) as info:
+        check_experiment(experiment_config_from_dict(_config(tmp_path, **change)))
+    assert str(info.value).startswith(fragment)
+
+
+def test_cli_experiment(tmp_path, capsys):
+    import tomli_w
+
+    cfg = _config(tmp_path)
+    cfg["experiment"]["repeats"] = 1
+    cfg["methods"] = cfg["methods"][:1]
+    path = tmp_path / "exp.toml"
+    path.write_text(tomli_w.dumps(cfg))
+    assert main(["experiment", str(path), "--dry-run"]) == 0
+    assert "valid; 1 units (1 benchmark) in 1 splits" in capsys.readouterr().out
+    assert main(["experiment", str(path), "-q", "--out", str(tmp_path / "o2"), "--json", str(tmp_path / "s.json")]) == 0
+    assert json.loads((tmp_path / "s.json").read_text())["finished_units"] == 1
+    assert (tmp_path / "o2" / "results.md").exists() and not (tmp_path / "out").exists()
+    path.write_text("[experiment]\nrepeats = 0\n")
+    assert main(["experiment", str(path)]) == 2
+    assert "experiment.repeats: must be positive" in capsys.readouterr().err
+
+
+def test_grid_expressions():
+    assert evaluate_value("1/M", 4) == 0.25 and evaluate_value("32/31") == pytest.approx(32 / 31)
+    assert evaluate_value("inf") == float("inf") and evaluate_value(3) == 3
+    for bad in ("__import__('os')", "M.x", "1/0", True):
+        with pytest.raises(ValueError):
+            evaluate_value(bad, 3)
+
+
+def test_make_ringnorm():
+    X, y = make_ringnorm(4000, 5, random_state=0)
+    assert X.shape == (4000, 5) and set(np.unique(y)) == {-1.0, 1.0} and (y == 1).sum() == 2000
+    np.testing.assert_allclose(X[y == 1].var(axis=0), 4.0, rtol=0.1)
+    np.testing.assert_allclose(X[y == -1].mean(axis=0), 2 / np.sqrt(5), atol=0.07)
+    np.testing.assert_allclose(X[y == -1].var(axis=0), 1.0, rtol=0.1)
+    np.testing.assert_array_equal(make_ringnorm(50, 3, random_state=1)[0], make_ringnorm(50, 3, random_state=1)[0])
+
+
+@pytest.mark.parametrize("name", ["soft-margin-mkl.toml", "noisy-kernels.toml", "bridge.toml"])
+def test_paper_configs_are_valid(name):
+    """The committed protocol configs load; data sets, kernels and the grids of the methods available now
+    check out (the soft margin methods come with their own plugins)."""
+    if not (DOCS.parent.parent.parent / "shared" / "data" / "heart.csv").exists():
+        pytest.skip("../shared/data is not beside the checkout")
+    config = load_experiment_config(DOCS / name)
+    known = {p.name for p in get_registry().plugins("method")}
+    config.methods = [m for m in config.methods if m.method in known]
+    if config.noisy_kernels is not None:
+        config.noisy_kernels.methods = [m for m in config.noisy_kernels.methods
+                                        if m in {x.display_name for x in config.methods}]
+    config.paths = [p for p in config.paths if p.method in {x.display_name for x in config.methods}]
+    if not config.methods:
+        pytest.skip("none of its methods is registered yet")
+    data = check_experiment(config)
+    assert data and all(len(np.unique(y)) == 2 for _, y in data.values())
+
+
+def test_figure_experiments_as_functions():
+    from multikernel.experiment_kinds import noisy_kernel_curve, parameter_path
+    from multikernel.experiment_units import append_noise
+
+    X, y = make_ringnorm(48, 2, random_state=3)
+    kernels = {"family": "simplemkl", "family_params": {"sigmas": [1.0, 4.0], "degrees": [1]}}
+    curve = noisy_kernel_curve(X, y, ["average", {"method": "l1mkl", "label": "L1", "grid": {"C": [0.1, 10.0]}}],
+                               ratios=[0.0, 1.0], kernels=kernels, solver={"max_iter": 10}, cv_folds=3)
+    assert [row["n_kernels"] for row in curve["rows"]] == [3 * 3, 3 * 5]  # (2 + 1) (d + 1) kernels, d = 2 then 4
+    assert all(0 <= row["methods"][m]["accuracy"] <= 100 for row in curve["rows"] for m in ("average", "L1"))
+    path = parameter_path(X, y, "l1mkl", "C", [0.1, "10/M"], kernels=kernels, solver={"max_iter": 10})
+    assert [p["value"] for p in path["points"]] == [0.1, pytest.approx(10 / 9)] and path["n_kernels"] == 9
+    nested = append_noise(X, 0.5, 1.0, seed=0)
+    np.testing.assert_array_equal(nested, append_noise(X, 1.0, 1.0, seed=0)[:, :3])
+
+
+def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
+    from multikernel.interfaces import MKLResult
+    from multikernel.plugins.regularizers import Uniform
+    from multikernel.stackcv import FitOutcome, _feasible_starts, warm_chains
+
+    points = resolve_grid({"C": [10.0, 0.1, 1.0], "regularizer__theta": [0.5, 1.0]}, 3)
+    (order,) = warm_chains(points)
+    walk = [(points[i]["regularizer__theta"], points[i]["C"]) for i in order]
+    assert walk == [(0.5, 0.1), (0.5, 1.0), (0.5, 10.0), (1.0, 10.0), (1.0, 1.0), (1.0, 0.1)]
+    result = MKLResult(weights=np.array([0.7, 0.2, 0.1]), alpha=np.zeros(4), coef=np.zeros(4), bias=0.0,
+                       objective=1.0, lower_bound=0.9, dual_gap=0.1, n_iter=3, converged=False)
+    previous = FitOutcome(results=[result], fit_time=0.0, params={"C": 1.0, "regularizer__theta": 1.0})
+    same = _feasible_starts(previous, {"C": 10.0, "regularizer__theta": 1.0}, Uniform(), 3, 1)
+    assert same[0] is previous.results[0]  # only C changed: the domain is the same
+    projected = _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, Uniform(), 3, 1)
+    np.testing.assert_allclose(projected[0].weights, 1 / 3)  # projected onto the (new) domain
+    assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, ToySimplex(), 3, 1) == [None]
+
+
+def test_figures_are_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)  # makes the import fail as if not installed
+    cfg = _config(tmp_path)
+    cfg["experiment"]["repeats"] = 1
+    summary = run_experiment(cfg, progress=False)
+    assert summary["figures"] == [] and "matplotlib is not installed" in summary["figures_note"]
+    assert "matplotlib is not installed" in (tmp_path / "out" / "results.md").read_text()
+    assert not (tmp_path / "out" / "figures").exists()
