@@ -22,10 +22,11 @@ import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
+from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
+
 from multikernel.kernelset import KernelSet
 from multikernel.plugins.kernels import ExpChi2Kernel, RBFKernel, simplemkl_family
 from multikernel.stack import DenseStack
-from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
 
 
 def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+
 from multikernel.interfaces import KernelBuilder
 
 __all__ = ["group_builders", "raw_blocks"]

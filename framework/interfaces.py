@@ -184,8 +184,8 @@ class Regularizer(Component, abc.ABC):
 
         ``mu_m^2 q_m = ||f_m||^2`` are the squared norms of the per-kernel components of the current
         classifier, so this minimises the MKL primal ``1/2 sum_m ||f_m||^2 / nu_m + Omega(nu)`` over the
-        weights with the classifier fixed (the factor 1/2 matters only when ``Omega`` is not zero).  Return ``None`` when the regularizer has no closed form (the solver then needs
-        another strategy).
+        weights with the classifier fixed (the factor 1/2 matters only when ``Omega`` is not zero).
+        Return ``None`` when the regularizer has no closed form (the solver then needs another strategy).
         """
         return None
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from sklearn.utils import check_array
+
 from multikernel._blocks import group_builders, raw_blocks
 from multikernel.interfaces import KernelBuilder
 from multikernel.memory import (
@@ -17,7 +19,6 @@ from multikernel.memory import (
 )
 from multikernel.normalization import NORMALIZATIONS, Normalization
 from multikernel.stack import DenseStack, KernelStack, LazyStack, MemmapStack
-from sklearn.utils import check_array
 
 __all__ = ["KernelSet", "NORMALIZATIONS", "BACKENDS"]
 

@@ -7,6 +7,7 @@ import re
 
 import attrs
 import numpy as np
+
 from multikernel.errors import MemoryBudgetError
 
 __all__ = ["StackMemoryEstimate", "estimate_stack_memory", "available_memory", "parse_bytes",

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Sequence
 
 import numpy as np
+
 from multikernel._blocks import group_builders, raw_blocks
 from multikernel._ext import _stack
 from multikernel.interfaces import KernelBuilder

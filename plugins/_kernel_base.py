@@ -14,9 +14,10 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils import check_array
+
 from multikernel._ext import _kernels
 from multikernel.interfaces import KernelBuilder
-from sklearn.utils import check_array
 
 __all__ = ["FeatureKernel", "validate_features", "mean_offdiag", "cached_statistic", "apply_map",
            "resolve_gamma"]

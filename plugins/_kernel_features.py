@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+
 from multikernel._ext import _kernels
 
 from ._kernel_base import FeatureKernel, apply_map, cached_statistic, mean_offdiag, resolve_gamma

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from multikernel.interfaces import KernelBuilder
 from sklearn.base import clone
+
+from multikernel.interfaces import KernelBuilder
 
 from ._kernel_base import apply_map, mean_offdiag, resolve_gamma, validate_features
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import KernelBuilder
 

@@ -366,7 +366,11 @@ def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
     assert same[0] is previous.results[0]  # only C changed: the domain is the same
     projected = _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, Uniform(), 3, 1)
     np.testing.assert_allclose(projected[0].weights, 1 / 3)  # projected onto the (new) domain
-    assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, ToySimplex(), 3, 1) == [None]
+    class NoProjection(ToySimplex):
+        def project(self, v):
+            raise NotImplementedError
+
+    assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, NoProjection(), 3, 1) == [None]
 
 
 def test_figures_are_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch):

@@ -7,6 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from sklearn.base import clone
+
 from multikernel.plugins.kernels import (
     BUILDERS,
     CosineKernel,
@@ -28,7 +30,6 @@ from multikernel.plugins.kernels import (
     simplemkl_family,
 )
 from multikernel.registry import get_registry
-from sklearn.base import clone
 
 
 # -------------------------------------------------------------------------------------------------

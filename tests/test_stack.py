@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from multikernel.errors import MemoryBudgetError
 from multikernel.kernelset import KernelSet
 from multikernel.memory import estimate_stack_memory, parse_bytes
