@@ -1,0 +1,942 @@
+# cython: language_level=3
+"""SMO core for box-constrained convex QPs with zero, one or two equality constraints.
+
+Problem (all vectors of length n, K symmetric)::
+
+    minimise  1/2 a'Qa + p'a   s.t.  lo <= a <= up,   Q_kj = s_k s_j K_kj + D_k [k == j]
+
+and, depending on ``mode``:
+
+* mode 0: no equality constraint (one variable per step, greedy second-order choice);
+* mode 1: one equality ``c'a = delta`` with ``c_k = +-1`` (pairs, WSS3 of Fan, Chen and Lin 2005);
+* mode 2: ``y'a = delta`` and ``1'a = s`` (pairs inside the same class ``grp``, as libsvm's nu solver).
+
+Internally the gradient is stored as ``F_k = -c_k G_k`` (``c = 1`` in modes 0 and 2), so that the
+working-set rules read the same for every mode, and ``w_k = c_k s_k`` folds both signs into one factor.
+The kernel is read one full row at a time, either straight from the caller's dense matrix (row ``i`` of a
+symmetric matrix is contiguous in both C and F order, so nothing is ever copied) or from a bounded LRU
+cache of rows filled by a Python column provider.  Shrinking keeps a sorted list of active indices
+instead of permuting arrays, so that row accesses stay monotone (cache- and prefetch-friendly).
+"""
+
+from cpython.ref cimport PyObject
+from cython cimport floating
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, fabs, isfinite
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+cdef enum:
+    ST_UP = 1        # the variable may move along +c (I_up of libsvm)
+    ST_LOW = 2       # the variable may move along -c (I_low)
+    ST_BOUND = 4     # the variable sits at a bound (its contribution lives in Fbar)
+
+cdef double TAU = 1e-12          # curvature floor for non-positive curvature (libsvm's tau)
+cdef Py_ssize_t CHUNK = 512      # rows of the gradient one thread owns in the parallel loops
+# Below this many multiply-adds a parallel region costs more than it saves (thread wake-up is slow,
+# and very slow on a loaded machine), so small gradient updates stay sequential.
+cdef Py_ssize_t PARALLEL_MIN_WORK = 4000000
+
+
+ctypedef struct RowCache:
+    Py_ssize_t n
+    Py_ssize_t n_slots
+    double* data                 # n_slots rows of length n
+    Py_ssize_t* slot_of          # row -> slot, -1 when absent
+    Py_ssize_t* row_of           # slot -> row, -1 when empty
+    unsigned long long* stamp    # last use of each slot (LRU)
+    unsigned long long clock
+    PyObject* fill               # python callable fill(row, slot); raises -> error
+    int error
+    long long n_miss
+
+
+ctypedef struct Problem:
+    Py_ssize_t n
+    int mode
+    double* alpha
+    double* F          # -c * gradient
+    double* Fbar       # -c * sum over bound variables of alpha_j Q_:j (for gradient reconstruction)
+    double* Fp         # -c * p
+    double* QD         # diagonal of Q
+    double* D          # ridge added to the diagonal
+    double* lo
+    double* up
+    double* c          # equality signs (+-1; 1 in modes 0 and 2)
+    double* s          # kernel signs
+    double* w          # c * s
+    int* grp           # class (0/1) in mode 2, 0 otherwise
+    unsigned char* st
+    Py_ssize_t* act    # sorted active indices, first A entries
+    Py_ssize_t A
+    double tol
+    long long max_iter
+    int shrinking
+    int unit_w         # w == 1 everywhere (C-SVC): skip the w factor in the hot loops
+    # outputs
+    long long n_iter
+    long long sum_active   # sum over iterations of the active size (diagnostics)
+    long long ac_miss      # active-row cache misses (diagnostics)
+    int neg_curv
+    int hit_max_iter
+    int error
+
+
+cdef inline unsigned char _status(double a, double lo, double up, double c) noexcept nogil:
+    cdef unsigned char r = 0
+    if a < up:
+        r |= ST_UP if c > 0 else ST_LOW
+    if a > lo:
+        r |= ST_LOW if c > 0 else ST_UP
+    if a <= lo or a >= up:
+        r |= ST_BOUND
+    return r
+
+
+cdef inline double _bound_part(double a, unsigned char st) noexcept nogil:
+    # the part of alpha accounted for in Fbar: bound variables only (zero bounds contribute nothing)
+    return a if st & ST_BOUND else 0.0
+
+
+cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t slot = C.slot_of[i], t
+    cdef unsigned long long oldest
+    C.clock += 1
+    if slot >= 0:
+        C.stamp[slot] = C.clock
+        return C.data + slot * C.n
+    # miss: evict the least recently used slot (linear scan; a miss costs a kernel column anyway)
+    slot = 0
+    oldest = C.stamp[0]
+    for t in range(1, C.n_slots):
+        if C.stamp[t] < oldest:
+            oldest = C.stamp[t]
+            slot = t
+    if C.row_of[slot] >= 0:
+        C.slot_of[C.row_of[slot]] = -1
+    C.n_miss += 1
+    with gil:
+        try:
+            (<object>C.fill)(i, slot)
+        except BaseException:
+            C.error = 1
+            return NULL
+    C.row_of[slot] = i
+    C.slot_of[i] = slot
+    C.stamp[slot] = C.clock
+    return C.data + slot * C.n
+
+
+cdef inline const floating* _row(const floating* Kb, RowCache* C, Py_ssize_t n,
+                                 Py_ssize_t i) noexcept nogil:
+    if Kb != NULL:
+        return Kb + i * n
+    # only reached with floating == double (the provider path)
+    return <const floating*> _cache_get(C, i)
+
+
+cdef void _add_rows_parallel(Problem* P, const floating* Kb, const Py_ssize_t* idx, const double* coef,
+                             Py_ssize_t m, double* out, const Py_ssize_t* targets,
+                             Py_ssize_t n_targets) noexcept nogil:
+    """out[k] -= w_k * sum_r coef[r] K[idx[r], k] for k in targets (all k when targets is NULL).
+
+    Threads own disjoint chunks of targets and sum over rows in a fixed order: deterministic.
+    """
+    cdef Py_ssize_t n = P.n, nt = n if targets == NULL else n_targets
+    cdef Py_ssize_t n_chunks = (nt + CHUNK - 1) // CHUNK, ch, t, t0, t1, r, k
+    cdef const floating* Kr
+    cdef double cr
+    for ch in prange(n_chunks, schedule="static"):
+        t0 = ch * CHUNK
+        t1 = t0 + CHUNK
+        if t1 > nt:
+            t1 = nt
+        for r in range(m):
+            Kr = Kb + idx[r] * n
+            cr = coef[r]
+            if targets == NULL:
+                for t in range(t0, t1):
+                    out[t] -= P.w[t] * cr * Kr[t]
+            else:
+                for t in range(t0, t1):
+                    k = targets[t]
+                    out[k] -= P.w[k] * cr * Kr[k]
+
+
+cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t* idx, const double* coef,
+                   Py_ssize_t m, double* out, const Py_ssize_t* targets, Py_ssize_t n_targets) noexcept nogil:
+    """Same as _add_rows_parallel; sequential through the row cache for the provider path."""
+    cdef Py_ssize_t r, t, k, n = P.n
+    cdef const floating* Kr
+    cdef double cr
+    cdef Py_ssize_t nt = n if targets == NULL else n_targets
+    if Kb != NULL and m * nt >= PARALLEL_MIN_WORK:
+        _add_rows_parallel(P, Kb, idx, coef, m, out, targets, n_targets)
+        return 0
+    for r in range(m):
+        Kr = _row(Kb, C, n, idx[r])
+        if Kr == NULL:
+            return -1
+        cr = coef[r]
+        if targets == NULL:
+            for k in range(n):
+                out[k] -= P.w[k] * cr * Kr[k]
+        else:
+            for t in range(n_targets):
+                k = targets[t]
+                out[k] -= P.w[k] * cr * Kr[k]
+    return 0
+
+
+cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
+    """F = Fp - c*(Q alpha) and Fbar from the bound part, touching only rows of non-zero alpha."""
+    cdef Py_ssize_t n = P.n, k, m_all = 0, m_bound = 0
+    cdef Py_ssize_t* idx_all = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* idx_bound = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef double* c_all = <double*> malloc(n * sizeof(double))
+    cdef double* c_bound = <double*> malloc(n * sizeof(double))
+    cdef int rc = 0
+    for k in range(n):
+        P.F[k] = P.Fp[k]
+        P.Fbar[k] = 0.0
+        P.st[k] = _status(P.alpha[k], P.lo[k], P.up[k], P.c[k])
+        if P.alpha[k] != 0.0:
+            idx_all[m_all] = k
+            c_all[m_all] = P.s[k] * P.alpha[k]
+            m_all += 1
+            # the ridge is diagonal: add it here instead of in the row loop
+            P.F[k] -= P.c[k] * P.D[k] * P.alpha[k]
+            if P.st[k] & ST_BOUND:
+                idx_bound[m_bound] = k
+                c_bound[m_bound] = P.s[k] * P.alpha[k]
+                m_bound += 1
+                P.Fbar[k] -= P.c[k] * P.D[k] * P.alpha[k]
+    rc = _add_rows(P, Kb, C, idx_all, c_all, m_all, P.F, NULL, 0)
+    if rc == 0:
+        rc = _add_rows(P, Kb, C, idx_bound, c_bound, m_bound, P.Fbar, NULL, 0)
+    free(idx_all)
+    free(idx_bound)
+    free(c_all)
+    free(c_bound)
+    return rc
+
+
+cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
+    """Recompute F on the inactive variables from Fbar and the free (hence active) variables."""
+    cdef Py_ssize_t n = P.n, k, t, m_free = 0, n_inact = 0
+    cdef unsigned char* is_act
+    cdef Py_ssize_t* free_idx
+    cdef Py_ssize_t* inact
+    cdef double* coef
+    cdef int rc = 0
+    if P.A == n:
+        return 0
+    is_act = <unsigned char*> malloc(n)
+    free_idx = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    inact = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    coef = <double*> malloc(n * sizeof(double))
+    for k in range(n):
+        is_act[k] = 0
+    for t in range(P.A):
+        k = P.act[t]
+        is_act[k] = 1
+        if not (P.st[k] & ST_BOUND):
+            free_idx[m_free] = k
+            coef[m_free] = P.s[k] * P.alpha[k]
+            m_free += 1
+    for k in range(n):
+        if not is_act[k]:
+            inact[n_inact] = k
+            n_inact += 1
+            P.F[k] = P.Fbar[k] + P.Fp[k]
+    rc = _add_rows(P, Kb, C, free_idx, coef, m_free, P.F, inact, n_inact)
+    free(is_act)
+    free(free_idx)
+    free(inact)
+    free(coef)
+    return rc
+
+
+cdef void _unshrink_list(Problem* P) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(P.n):
+        P.act[k] = k
+    P.A = P.n
+
+
+cdef inline double _assign(Problem* P, Py_ssize_t k, double value) noexcept nogil:
+    """Set alpha_k and its status; return the change of its bound part (what Fbar must absorb)."""
+    cdef double old_part = _bound_part(P.alpha[k], P.st[k])
+    P.alpha[k] = value
+    P.st[k] = _status(value, P.lo[k], P.up[k], P.c[k])
+    return _bound_part(value, P.st[k]) - old_part
+
+
+cdef int _fbar_update(Problem* P, const floating* Kb, RowCache* C, Py_ssize_t k, double delta) noexcept nogil:
+    """Fbar -= c*(Q e_k)*delta, the bookkeeping that makes gradient reconstruction possible."""
+    cdef const floating* Kk
+    cdef Py_ssize_t m, n = P.n
+    cdef double cd
+    if delta == 0.0:
+        return 0
+    Kk = _row(Kb, C, n, k)
+    if Kk == NULL:
+        return -1
+    cd = P.s[k] * delta
+    for m in range(n):
+        P.Fbar[m] -= P.w[m] * cd * Kk[m]
+    P.Fbar[k] -= P.c[k] * P.D[k] * delta
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# Active-row cache: rows restricted to the active set, stored contiguously.
+#
+# Once shrinking has removed most variables, a full kernel row is read with holes: the active entries
+# are spread over the whole row, so nearly every cache line is still fetched from memory.  Copying the
+# active part of the rows in use into a small LRU cache turns these reads into short contiguous ones.
+# The cache is bounded (cache_size) and rebuilt whenever the active set changes.
+# --------------------------------------------------------------------------------------------------
+ctypedef struct ACache:
+    void* data
+    Py_ssize_t capacity      # elements that fit in data
+    Py_ssize_t stride        # active size at layout time
+    Py_ssize_t n_slots
+    Py_ssize_t n_used
+    Py_ssize_t* slot_of      # row -> slot or -1 (n entries)
+    Py_ssize_t* row_of       # slot -> row (n entries)
+    Py_ssize_t* prv          # LRU list over slots, sentinel at index n
+    Py_ssize_t* nxt
+    int enabled
+
+
+cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(AC.n_used):
+        AC.slot_of[AC.row_of[t]] = -1
+    AC.n_used = 0
+    AC.stride = A if A > 0 else 1
+    AC.n_slots = AC.capacity // AC.stride
+    if AC.n_slots > n:
+        AC.n_slots = n
+    # at most three rows are held at once (two i rows in mode 2, plus j)
+    AC.enabled = A < n and AC.n_slots >= 4
+    AC.prv[n] = n
+    AC.nxt[n] = n
+
+
+cdef inline void _ac_unlink(ACache* AC, Py_ssize_t s) noexcept nogil:
+    AC.nxt[AC.prv[s]] = AC.nxt[s]
+    AC.prv[AC.nxt[s]] = AC.prv[s]
+
+
+cdef inline void _ac_push(ACache* AC, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
+    # most recently used sits just before the sentinel; the least recently used just after it
+    AC.prv[s] = AC.prv[n]
+    AC.nxt[s] = n
+    AC.nxt[AC.prv[n]] = s
+    AC.prv[n] = s
+
+
+cdef const floating* _ac_get(Problem* P, ACache* AC, const floating* Kb, RowCache* C,
+                            Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t n = P.n, s = AC.slot_of[i], t
+    cdef floating* d
+    cdef const floating* full
+    if s >= 0:
+        _ac_unlink(AC, s)
+        _ac_push(AC, n, s)
+        return (<floating*> AC.data) + s * AC.stride
+    full = _row(Kb, C, n, i)
+    if full == NULL:
+        return NULL
+    P.ac_miss += 1
+    if AC.n_used < AC.n_slots:
+        s = AC.n_used
+        AC.n_used += 1
+    else:
+        s = AC.nxt[n]
+        _ac_unlink(AC, s)
+        AC.slot_of[AC.row_of[s]] = -1
+    d = (<floating*> AC.data) + s * AC.stride
+    for t in range(P.A):
+        d[t] = full[P.act[t]]
+    AC.row_of[s] = i
+    AC.slot_of[i] = s
+    _ac_push(AC, n, s)
+    return d
+
+
+cdef inline bint _compact(Problem* P, ACache* AC) noexcept nogil:
+    return P.A < P.n and AC.enabled
+
+
+cdef inline const floating* _arow(Problem* P, ACache* AC, const floating* Kb, RowCache* C,
+                                  Py_ssize_t i) noexcept nogil:
+    """Row i as the hot loops read it: compact (indexed by active position) or full (by index)."""
+    if _compact(P, AC):
+        return _ac_get(P, AC, Kb, C, i)
+    return _row(Kb, C, P.n, i)
+
+
+cdef void _extremes(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Per group: m_up = max F over I_up, m_low = min F over I_low (active set only)."""
+    cdef Py_ssize_t t, k
+    cdef int g
+    cdef double f
+    m_up[0] = m_up[1] = -INFINITY
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        k = P.act[t]
+        g = P.grp[k]
+        f = P.F[k]
+        if P.st[k] & ST_UP and f > m_up[g]:
+            m_up[g] = f
+        if P.st[k] & ST_LOW and f < m_low[g]:
+            m_low[g] = f
+
+
+cdef double _gap(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Maximal KKT violation: m - M per group for pair modes; max single violation in mode 0."""
+    cdef double g0, g1
+    if P.mode == 0:
+        g0 = m_up[0] if m_up[0] > 0 else 0.0
+        g1 = -m_low[0] if -m_low[0] > g0 else g0
+        return g1
+    g0 = m_up[0] - m_low[0]
+    g1 = m_up[1] - m_low[1]
+    if P.mode == 1:
+        g1 = -INFINITY
+    if g1 > g0:
+        g0 = g1
+    return g0 if g0 > 0 else 0.0
+
+
+cdef void _shrink(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Drop from the active set the bound variables that cannot enter a violating working set."""
+    cdef Py_ssize_t t, k, A = 0
+    cdef int g
+    cdef unsigned char st
+    cdef double f, hi, lo_, v = _gap(P, m_up, m_low)
+    cdef bint keep
+    for t in range(P.A):
+        k = P.act[t]
+        st = P.st[k]
+        f = P.F[k]
+        g = P.grp[k]
+        if P.mode == 0:
+            # no pairing: a bound variable is safe once its gradient points outwards by more than
+            # the largest violation left
+            hi = v
+            lo_ = -v
+        else:
+            hi = m_up[g]
+            lo_ = m_low[g]
+        if (st & ST_UP) and (st & ST_LOW):
+            keep = True
+        elif st & ST_LOW:
+            keep = not (f > hi)
+        elif st & ST_UP:
+            keep = not (f < lo_)
+        else:
+            keep = False
+        if keep:
+            P.act[A] = k
+            A += 1
+    P.A = A
+
+
+cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int* unshrunk) noexcept nogil:
+    """Periodic shrinking; the first time the gap gets within 10 tol, unshrink once (exact gradient)."""
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef Py_ssize_t A0 = P.A
+    cdef bint changed = False
+    _extremes(P, m_up, m_low)
+    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.tol:
+        unshrunk[0] = 1
+        if _reconstruct(P, Kb, C) < 0:
+            return -1
+        _unshrink_list(P)
+        changed = True
+        _extremes(P, m_up, m_low)
+    _shrink(P, m_up, m_low)
+    if changed or P.A != A0:
+        _ac_reset(AC, P.n, P.A)
+    return 0
+
+
+cdef void _select_i(Problem* P, Py_ssize_t* ig, double* Fi) noexcept nogil:
+    """Per group, the index of the largest F over I_up (the first member of the working pair)."""
+    cdef Py_ssize_t t, k
+    cdef int g
+    ig[0] = ig[1] = -1
+    Fi[0] = Fi[1] = -INFINITY
+    for t in range(P.A):
+        k = P.act[t]
+        if P.st[k] & ST_UP:
+            g = P.grp[k]
+            if P.F[k] >= Fi[g]:
+                Fi[g] = P.F[k]
+                ig[g] = k
+
+
+cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3)."""
+    cdef Py_ssize_t n = P.n, t, k, r, i, j, tj, counter
+    cdef Py_ssize_t ig[2]
+    cdef double Fi[2]
+    cdef double wi[2]
+    cdef double qi[2]
+    cdef double m_low[2]
+    cdef const floating* Krow[2]
+    cdef const floating* Ki
+    cdef const floating* Kj
+    cdef double f, d, dd, quad, bnum, bden, tau, room_i, room_j, ci, cj, gap, ai_new, aj_new, kij
+    cdef double dbi, dbj
+    cdef int g, unshrunk = 0, just_unshrunk = 0, have_i = 0
+    cdef bint full, cpt
+    cdef unsigned char st
+    counter = n if n < 1000 else 1000
+    while True:
+        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+            P.hit_max_iter = 1
+            break
+        if P.shrinking and not just_unshrunk:
+            counter -= 1
+            if counter == 0:
+                counter = n if n < 1000 else 1000
+                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
+                    return -1
+                have_i = 0
+        if not have_i:
+            _select_i(P, ig, Fi)
+        have_i = 0
+        full = P.A == n
+        cpt = _compact(P, AC)
+        for g in range(2):
+            if ig[g] >= 0:
+                Krow[g] = _arow(P, AC, Kb, C, ig[g])
+                if Krow[g] == NULL:
+                    return -1
+                wi[g] = P.w[ig[g]]
+                qi[g] = P.QD[ig[g]]
+        # ---- j: the second-order choice over I_low of the same group.  Candidates are compared
+        # as d^2/quad without dividing (bnum/bden is the best ratio so far).
+        m_low[0] = m_low[1] = INFINITY
+        bnum = 0.0
+        bden = 1.0
+        j = -1
+        tj = -1
+        for t in range(P.A):
+            k = t if full else P.act[t]
+            st = P.st[k]
+            if st & ST_LOW:
+                g = P.grp[k]
+                f = P.F[k]
+                if f < m_low[g]:
+                    m_low[g] = f
+                d = Fi[g] - f
+                if d > 0:
+                    r = t if cpt else k
+                    quad = qi[g] + P.QD[k] - 2.0 * wi[g] * P.w[k] * Krow[g][r]
+                    if quad <= 0:
+                        if quad < -1e-6 * (fabs(qi[g]) + fabs(P.QD[k])):
+                            P.neg_curv = 1
+                        quad = TAU
+                    dd = d * d
+                    if dd * bden >= bnum * quad:
+                        bnum = dd
+                        bden = quad
+                        j = k
+                        tj = t
+        gap = _gap(P, Fi, m_low)
+        if gap < P.tol or j < 0:
+            if P.A < n:
+                if _reconstruct(P, Kb, C) < 0:
+                    return -1
+                _unshrink_list(P)
+                _ac_reset(AC, n, n)
+                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
+                counter = 1
+                just_unshrunk = 1
+                continue
+            break
+        just_unshrunk = 0
+        # ---- the step along d_i = c_i, d_j = -c_j (keeps every equality constraint)
+        g = P.grp[j]
+        i = ig[g]
+        kij = Krow[g][tj if cpt else j]
+        quad = P.QD[i] + P.QD[j] - 2.0 * P.w[i] * P.w[j] * kij
+        if quad <= 0:
+            quad = TAU
+        tau = (P.F[i] - P.F[j]) / quad
+        room_i = (P.up[i] - P.alpha[i]) if P.c[i] > 0 else (P.alpha[i] - P.lo[i])
+        room_j = (P.alpha[j] - P.lo[j]) if P.c[j] > 0 else (P.up[j] - P.alpha[j])
+        # land exactly on the bound that limits the step so that statuses are exact
+        if tau >= room_i or tau >= room_j:
+            if room_i <= room_j:
+                tau = room_i
+                ai_new = P.up[i] if P.c[i] > 0 else P.lo[i]
+                aj_new = P.alpha[j] - P.c[j] * tau
+                if room_i == room_j:
+                    aj_new = P.lo[j] if P.c[j] > 0 else P.up[j]
+            else:
+                tau = room_j
+                aj_new = P.lo[j] if P.c[j] > 0 else P.up[j]
+                ai_new = P.alpha[i] + P.c[i] * tau
+        else:
+            ai_new = P.alpha[i] + P.c[i] * tau
+            aj_new = P.alpha[j] - P.c[j] * tau
+        Kj = _arow(P, AC, Kb, C, j)
+        if Kj == NULL:
+            return -1
+        Ki = _arow(P, AC, Kb, C, i)   # a cache may have evicted row i while fetching row j
+        if Ki == NULL:
+            return -1
+        ci = P.w[i] * tau
+        cj = -P.w[j] * tau
+        dbi = _assign(P, i, ai_new)
+        dbj = _assign(P, j, aj_new)
+        P.F[i] -= P.D[i] * tau
+        P.F[j] += P.D[j] * tau
+        # ---- gradient update over the active set, fused with the choice of the next i
+        ig[0] = ig[1] = -1
+        Fi[0] = Fi[1] = -INFINITY
+        if full and P.unit_w:
+            for k in range(n):
+                f = P.F[k] - (ci * Ki[k] + cj * Kj[k])
+                P.F[k] = f
+                if P.st[k] & ST_UP:
+                    g = P.grp[k]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = k
+        elif full:
+            for k in range(n):
+                f = P.F[k] - P.w[k] * (ci * Ki[k] + cj * Kj[k])
+                P.F[k] = f
+                if P.st[k] & ST_UP:
+                    g = P.grp[k]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = k
+        else:
+            for t in range(P.A):
+                k = P.act[t]
+                r = t if cpt else k
+                f = P.F[k] - P.w[k] * (ci * Ki[r] + cj * Kj[r])
+                P.F[k] = f
+                if P.st[k] & ST_UP:
+                    g = P.grp[k]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = k
+        have_i = 1
+        P.sum_active += P.A
+        if _fbar_update(P, Kb, C, i, dbi) < 0 or _fbar_update(P, Kb, C, j, dbj) < 0:
+            return -1
+        P.n_iter += 1
+    return 0
+
+
+cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective."""
+    cdef Py_ssize_t n = P.n, t, k, r, i, counter
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef double best, f, qd, step, gain, gap, ai_new, lim, db, ci
+    cdef Py_ssize_t ri
+    cdef const floating* Ki
+    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0
+    cdef bint full, cpt
+    cdef unsigned char st
+    counter = n if n < 1000 else 1000
+    m_up[1] = -INFINITY
+    m_low[1] = INFINITY
+    i = -1
+    while True:
+        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+            P.hit_max_iter = 1
+            break
+        if P.shrinking and not just_unshrunk:
+            counter -= 1
+            if counter == 0:
+                counter = n if n < 1000 else 1000
+                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
+                    return -1
+                have_i = 0
+        full = P.A == n
+        cpt = _compact(P, AC)
+        if not have_i:
+            # the variable whose exact line minimisation decreases the objective most
+            m_up[0] = -INFINITY
+            m_low[0] = INFINITY
+            best = 0.0
+            i = -1
+            for t in range(P.A):
+                k = t if full else P.act[t]
+                st = P.st[k]
+                f = P.F[k]
+                if (st & ST_UP) and f > 0:
+                    if f > m_up[0]:
+                        m_up[0] = f
+                    lim = P.up[k] - P.alpha[k]
+                elif (st & ST_LOW) and f < 0:
+                    if f < m_low[0]:
+                        m_low[0] = f
+                    lim = P.lo[k] - P.alpha[k]
+                else:
+                    continue
+                qd = P.QD[k]
+                if qd <= 0:
+                    if qd < 0:
+                        P.neg_curv = 1
+                    qd = TAU
+                step = f / qd
+                if fabs(step) > fabs(lim):
+                    step = lim
+                gain = step * (f - 0.5 * qd * step)
+                if gain > best:
+                    best = gain
+                    i = k
+        have_i = 0
+        gap = _gap(P, m_up, m_low)
+        if gap < P.tol or i < 0:
+            if P.A < n:
+                if _reconstruct(P, Kb, C) < 0:
+                    return -1
+                _unshrink_list(P)
+                _ac_reset(AC, n, n)
+                counter = 1
+                just_unshrunk = 1
+                continue
+            break
+        just_unshrunk = 0
+        f = P.F[i]
+        qd = P.QD[i]
+        if qd <= 0:
+            qd = TAU
+        step = f / qd
+        if f > 0:
+            lim = P.up[i] - P.alpha[i]
+            ai_new = P.up[i] if step >= lim else P.alpha[i] + step
+        else:
+            lim = P.lo[i] - P.alpha[i]
+            ai_new = P.lo[i] if step <= lim else P.alpha[i] + step
+        step = ai_new - P.alpha[i]
+        Ki = _arow(P, AC, Kb, C, i)
+        if Ki == NULL:
+            return -1
+        db = _assign(P, i, ai_new)
+        P.F[i] -= P.D[i] * step
+        f = P.s[i] * step
+        # gradient update fused with the choice of the next variable
+        ci = f
+        ri = i
+        m_up[0] = -INFINITY
+        m_low[0] = INFINITY
+        best = 0.0
+        i = -1
+        for t in range(P.A):
+            k = t if full else P.act[t]
+            r = t if cpt else k
+            f = P.F[k] - P.w[k] * ci * Ki[r]
+            P.F[k] = f
+            st = P.st[k]
+            if (st & ST_UP) and f > 0:
+                if f > m_up[0]:
+                    m_up[0] = f
+                lim = P.up[k] - P.alpha[k]
+            elif (st & ST_LOW) and f < 0:
+                if f < m_low[0]:
+                    m_low[0] = f
+                lim = P.lo[k] - P.alpha[k]
+            else:
+                continue
+            qd = P.QD[k]
+            if qd <= 0:
+                if qd < 0:
+                    P.neg_curv = 1
+                qd = TAU
+            step = f / qd
+            if fabs(step) > fabs(lim):
+                step = lim
+            gain = step * (f - 0.5 * qd * step)
+            if gain > best:
+                best = gain
+                i = k
+        have_i = 1
+        if _fbar_update(P, Kb, C, ri, db) < 0:
+            return -1
+        P.n_iter += 1
+    return 0
+
+
+cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    cdef int rc
+    rc = _init_gradient(P, Kb, C)
+    if rc < 0:
+        return rc
+    _unshrink_list(P)
+    _ac_reset(AC, P.n, P.n)
+    if P.mode == 0:
+        rc = _solve_single(P, AC, Kb, C)
+    else:
+        rc = _solve_pairs(P, AC, Kb, C)
+    if rc < 0:
+        return rc
+    # the final gradient must be exact on every variable (objective, multipliers, KKT report)
+    rc = _reconstruct(P, Kb, C)
+    _unshrink_list(P)
+    return rc
+
+
+cdef class _Provider:
+    """Python-side owner of the row cache: the slots and the column callback."""
+
+    cdef object column
+    cdef object data
+    cdef object exc
+    cdef object fill_ref
+    cdef RowCache cache
+    cdef Py_ssize_t[::1] slot_of
+    cdef Py_ssize_t[::1] row_of
+    cdef unsigned long long[::1] stamp
+
+    def __init__(self, column, Py_ssize_t n, Py_ssize_t n_slots):
+        cdef double[:, ::1] data
+        self.column = column
+        self.exc = None
+        n_slots = max(2, min(n_slots, n))
+        self.data = np.zeros((n_slots, n), dtype=np.float64)
+        data = self.data
+        self.slot_of = np.full(n, -1, dtype=np.intp)
+        self.row_of = np.full(n_slots, -1, dtype=np.intp)
+        self.stamp = np.zeros(n_slots, dtype=np.uint64)
+        self.cache.n = n
+        self.cache.n_slots = n_slots
+        self.cache.data = &data[0, 0]
+        self.cache.slot_of = &self.slot_of[0]
+        self.cache.row_of = &self.row_of[0]
+        self.cache.stamp = &self.stamp[0]
+        self.cache.clock = 0
+        self.fill_ref = self._fill   # keep the bound method alive: the cache holds a borrowed pointer
+        self.cache.fill = <PyObject*> self.fill_ref
+        self.cache.error = 0
+        self.cache.n_miss = 0
+
+    def _fill(self, Py_ssize_t i, Py_ssize_t slot):
+        out = self.data[slot]
+        try:
+            self.column(i, out)
+        except BaseException as exc:
+            self.exc = exc
+            raise
+
+    @property
+    def n_miss(self):
+        return self.cache.n_miss
+
+
+def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const double[::1] lo,
+          const double[::1] up, const double[::1] c, const double[::1] s, const double[::1] D,
+          const double[::1] QD, const int[::1] grp, int mode, double tol, long long max_iter, bint shrinking,
+          Py_ssize_t active_cache_bytes):
+    """Run the solver in place on ``alpha`` (already feasible).
+
+    ``K`` is a C-contiguous float32/float64 square matrix, or None when ``provider`` serves the rows.
+    ``active_cache_bytes`` bounds the cache of active-set rows used once shrinking has started.
+    Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter`` and ``neg_curv``.
+    """
+    cdef Py_ssize_t n = alpha.shape[0], k
+    cdef Problem P
+    cdef const double[:, ::1] K64
+    cdef const float[:, ::1] K32
+    cdef RowCache* C = NULL
+    cdef ACache AC
+    cdef int rc = 0
+    cdef Py_ssize_t elsize = 4 if (K is not None and K.dtype == np.float32) else 8
+    ac_data = np.empty(max(active_cache_bytes // elsize, 1), dtype=np.float32 if elsize == 4 else np.float64)
+    ac_slot_of = np.full(n, -1, dtype=np.intp)
+    ac_row_of = np.zeros(n, dtype=np.intp)
+    ac_prv = np.zeros(n + 1, dtype=np.intp)
+    ac_nxt = np.zeros(n + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] ac_slot_of_v = ac_slot_of, ac_row_of_v = ac_row_of, ac_prv_v = ac_prv
+    cdef Py_ssize_t[::1] ac_nxt_v = ac_nxt
+    cdef char[::1] ac_bytes = ac_data.view(np.int8)
+    AC.data = <void*> &ac_bytes[0]
+    AC.capacity = ac_data.shape[0]
+    AC.stride = 1
+    AC.n_slots = 0
+    AC.n_used = 0
+    AC.slot_of = &ac_slot_of_v[0]
+    AC.row_of = &ac_row_of_v[0]
+    AC.prv = &ac_prv_v[0]
+    AC.nxt = &ac_nxt_v[0]
+    AC.enabled = 0
+    F = np.empty(n, dtype=np.float64)
+    Fbar = np.empty(n, dtype=np.float64)
+    Fp = np.empty(n, dtype=np.float64)
+    w = np.empty(n, dtype=np.float64)
+    st = np.empty(n, dtype=np.uint8)
+    act = np.empty(n, dtype=np.intp)
+    cdef double[::1] F_v = F, Fbar_v = Fbar, Fp_v = Fp, w_v = w
+    cdef unsigned char[::1] st_v = st
+    cdef Py_ssize_t[::1] act_v = act
+    cdef bint unit_w = True
+    for k in range(n):
+        Fp_v[k] = -c[k] * p[k]
+        w_v[k] = c[k] * s[k]
+        if w_v[k] != 1.0:
+            unit_w = False
+    P.n = n
+    P.mode = mode
+    P.alpha = &alpha[0]
+    P.F = &F_v[0]
+    P.Fbar = &Fbar_v[0]
+    P.Fp = &Fp_v[0]
+    P.QD = <double*> &QD[0]
+    P.D = <double*> &D[0]
+    P.lo = <double*> &lo[0]
+    P.up = <double*> &up[0]
+    P.c = <double*> &c[0]
+    P.s = <double*> &s[0]
+    P.w = &w_v[0]
+    P.grp = <int*> &grp[0]
+    P.st = &st_v[0]
+    P.act = &act_v[0]
+    P.A = n
+    P.tol = tol
+    P.max_iter = max_iter
+    P.shrinking = shrinking
+    P.unit_w = unit_w
+    P.n_iter = 0
+    P.sum_active = 0
+    P.ac_miss = 0
+    P.neg_curv = 0
+    P.hit_max_iter = 0
+    P.error = 0
+    if provider is not None:
+        C = &provider.cache
+        with nogil:
+            rc = _run[double](&P, &AC, <const double*> NULL, C)
+        if rc < 0:
+            if provider.exc is not None:
+                raise provider.exc
+            raise RuntimeError("the column provider failed")
+    elif K.dtype == np.float32:
+        K32 = K
+        with nogil:
+            rc = _run[float](&P, &AC, &K32[0, 0], C)
+    else:
+        K64 = K
+        with nogil:
+            rc = _run[double](&P, &AC, &K64[0, 0], C)
+    if rc < 0:
+        raise RuntimeError("SMO solver failed")
+    G = -np.asarray(c) * F
+    return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
+            "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),
+            "active_cache_misses": int(P.ac_miss)}
