@@ -70,6 +70,15 @@ ctypedef struct Problem:
     unsigned char* st
     Py_ssize_t* act    # sorted active indices, first A entries
     Py_ssize_t A
+    # Work copies of what the hot loops read, in active-position order (position t holds variable
+    # act[t]), so that those loops run over contiguous memory.  F is authoritative in wF between
+    # _sync_in and _sync_out; st, QD, w, grp are mirrors.
+    double* wF
+    double* wQD
+    double* ww
+    int* wgrp
+    unsigned char* wst
+    Py_ssize_t* keep   # after _shrink: old active position of each new active position
     double tol
     long long max_iter
     int shrinking
@@ -326,6 +335,31 @@ cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
     AC.nxt[n] = n
 
 
+cdef void _ac_compact(ACache* AC, floating* data, Py_ssize_t n, const Py_ssize_t* keep,
+                      Py_ssize_t A) noexcept nogil:
+    """Restrict every cached row to the kept positions and lay the rows out with the new stride.
+
+    Slots are processed in increasing order and keep[t] >= t, so every write lands at or before the
+    read it comes from, and never on data still to be read: the compaction is safe in place.
+    """
+    cdef Py_ssize_t s, t, old = AC.stride
+    cdef floating* src
+    cdef floating* dst
+    if not AC.enabled:
+        _ac_reset(AC, n, A)
+        return
+    for s in range(AC.n_used):
+        src = data + s * old
+        dst = data + s * A
+        for t in range(A):
+            dst[t] = src[keep[t]]
+    AC.stride = A if A > 0 else 1
+    AC.n_slots = AC.capacity // AC.stride
+    if AC.n_slots > n:
+        AC.n_slots = n
+    AC.enabled = A < n and AC.n_slots >= 4
+
+
 cdef inline void _ac_unlink(ACache* AC, Py_ssize_t s) noexcept nogil:
     AC.nxt[AC.prv[s]] = AC.nxt[s]
     AC.prv[AC.nxt[s]] = AC.prv[s]
@@ -370,6 +404,11 @@ cdef const floating* _ac_get(Problem* P, ACache* AC, const floating* Kb, RowCach
 
 cdef inline bint _compact(Problem* P, ACache* AC) noexcept nogil:
     return P.A < P.n and AC.enabled
+
+
+cdef inline bint _direct(Problem* P, ACache* AC) noexcept nogil:
+    """Whether rows from _arow are indexed by active position (else by act[position])."""
+    return P.A == P.n or AC.enabled
 
 
 cdef inline const floating* _arow(Problem* P, ACache* AC, const floating* Kb, RowCache* C,
@@ -443,8 +482,26 @@ cdef void _shrink(Problem* P, double* m_up, double* m_low) noexcept nogil:
             keep = False
         if keep:
             P.act[A] = k
+            P.keep[A] = t      # old position of the variable now at position A (for the row cache)
             A += 1
     P.A = A
+
+
+cdef void _sync_in(Problem* P) noexcept nogil:
+    cdef Py_ssize_t t, k
+    for t in range(P.A):
+        k = P.act[t]
+        P.wF[t] = P.F[k]
+        P.wQD[t] = P.QD[k]
+        P.ww[t] = P.w[k]
+        P.wgrp[t] = P.grp[k]
+        P.wst[t] = P.st[k]
+
+
+cdef void _sync_out(Problem* P) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(P.A):
+        P.F[P.act[t]] = P.wF[t]
 
 
 cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int* unshrunk) noexcept nogil:
@@ -453,6 +510,7 @@ cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int*
     cdef double m_low[2]
     cdef Py_ssize_t A0 = P.A
     cdef bint changed = False
+    _sync_out(P)
     _extremes(P, m_up, m_low)
     if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.tol:
         unshrunk[0] = 1
@@ -462,29 +520,130 @@ cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int*
         changed = True
         _extremes(P, m_up, m_low)
     _shrink(P, m_up, m_low)
-    if changed or P.A != A0:
+    if changed:
         _ac_reset(AC, P.n, P.A)
+    elif P.A != A0:
+        # the new active set is a subset of the old one: compact the cached rows instead of
+        # dropping them (refetching a row from the full kernel costs a pass over scattered memory)
+        _ac_compact(AC, <floating*> AC.data, P.n, P.keep, P.A)
+    _sync_in(P)
     return 0
 
 
+cdef void _extremes_low(Problem* P, double* m_low) noexcept nogil:
+    cdef Py_ssize_t t
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        if P.wst[t] & ST_LOW and P.wF[t] < m_low[P.wgrp[t]]:
+            m_low[P.wgrp[t]] = P.wF[t]
+
+
 cdef void _select_i(Problem* P, Py_ssize_t* ig, double* Fi) noexcept nogil:
-    """Per group, the index of the largest F over I_up (the first member of the working pair)."""
-    cdef Py_ssize_t t, k
+    """Per group, the position of the largest F over I_up (the first member of the working pair)."""
+    cdef Py_ssize_t t
     cdef int g
     ig[0] = ig[1] = -1
     Fi[0] = Fi[1] = -INFINITY
     for t in range(P.A):
-        k = P.act[t]
-        if P.st[k] & ST_UP:
-            g = P.grp[k]
-            if P.F[k] >= Fi[g]:
-                Fi[g] = P.F[k]
-                ig[g] = k
+        if P.wst[t] & ST_UP:
+            g = P.wgrp[t]
+            if P.wF[t] >= Fi[g]:
+                Fi[g] = P.wF[t]
+                ig[g] = t
+
+
+cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    _sync_out(P)
+    if _reconstruct(P, Kb, C) < 0:
+        return -1
+    _unshrink_list(P)
+    _ac_reset(AC, P.n, P.n)
+    _sync_in(P)
+    return 0
+
+
+cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
+                              double* m_low) noexcept nogil:
+    """Mode 1 j-selection with scalar accumulators (indexing by group kept them in memory)."""
+    cdef Py_ssize_t t, j = -1, A = P.A
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    cdef Py_ssize_t* act = P.act
+    cdef double qi = QD[i], wi = w[i], f, d, dd, quad, kv, bnum = 0.0, bden = 1.0, ml = INFINITY
+    cdef double neg = 0.0
+    cdef bint fast = direct and P.unit_w
+    for t in range(A):
+        if wst[t] & ST_LOW:
+            f = F[t]
+            if f < ml:
+                ml = f
+            d = Fi - f
+            if d > 0:
+                if fast:
+                    quad = qi + QD[t] - 2.0 * Kr[t]
+                else:
+                    kv = Kr[t] if direct else Kr[act[t]]
+                    quad = qi + QD[t] - 2.0 * wi * w[t] * kv
+                if quad <= 0:
+                    if quad < neg:
+                        neg = quad
+                    quad = TAU
+                dd = d * d
+                if dd * bden >= bnum * quad:
+                    bnum = dd
+                    bden = quad
+                    j = t
+    if neg < -1e-6 * (fabs(qi) + 1e-300):
+        P.neg_curv = 1
+    m_low[0] = ml
+    m_low[1] = INFINITY
+    return j
+
+
+cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                            bint direct, double* Fi_out) noexcept nogil:
+    """Mode 1 gradient update fused with the choice of the next i (scalar accumulators)."""
+    cdef Py_ssize_t t, i = -1, A = P.A
+    cdef double* F = P.wF
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    cdef Py_ssize_t* act = P.act
+    cdef double f, Fi = -INFINITY
+    cdef Py_ssize_t r
+    if direct and P.unit_w:
+        for t in range(A):
+            f = F[t] - (ci * Ki[t] + cj * Kj[t])
+            F[t] = f
+            if (wst[t] & ST_UP) and f >= Fi:
+                Fi = f
+                i = t
+    elif direct:
+        for t in range(A):
+            f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
+            F[t] = f
+            if (wst[t] & ST_UP) and f >= Fi:
+                Fi = f
+                i = t
+    else:
+        for t in range(A):
+            r = act[t]
+            f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
+            F[t] = f
+            if (wst[t] & ST_UP) and f >= Fi:
+                Fi = f
+                i = t
+    Fi_out[0] = Fi
+    return i
 
 
 cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3)."""
-    cdef Py_ssize_t n = P.n, t, k, r, i, j, tj, counter
+    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3).
+
+    Loops run over active positions t (variable act[t]); i, j below are positions, io, jo variables.
+    """
+    cdef Py_ssize_t n = P.n, t, r, i, j, io, jo, counter
     cdef Py_ssize_t ig[2]
     cdef double Fi[2]
     cdef double wi[2]
@@ -496,8 +655,14 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
     cdef double f, d, dd, quad, bnum, bden, tau, room_i, room_j, ci, cj, gap, ai_new, aj_new, kij
     cdef double dbi, dbj
     cdef int g, unshrunk = 0, just_unshrunk = 0, have_i = 0
-    cdef bint full, cpt
+    cdef bint direct
     cdef unsigned char st
+    cdef Py_ssize_t* act = P.act
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef int* grp = P.wgrp
+    cdef unsigned char* wst = P.wst
     counter = n if n < 1000 else 1000
     while True:
         if P.max_iter >= 0 and P.n_iter >= P.max_iter:
@@ -513,51 +678,50 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
         if not have_i:
             _select_i(P, ig, Fi)
         have_i = 0
-        full = P.A == n
-        cpt = _compact(P, AC)
+        direct = _direct(P, AC)
         for g in range(2):
             if ig[g] >= 0:
-                Krow[g] = _arow(P, AC, Kb, C, ig[g])
+                Krow[g] = _arow(P, AC, Kb, C, act[ig[g]])
                 if Krow[g] == NULL:
                     return -1
-                wi[g] = P.w[ig[g]]
-                qi[g] = P.QD[ig[g]]
+                wi[g] = w[ig[g]]
+                qi[g] = QD[ig[g]]
         # ---- j: the second-order choice over I_low of the same group.  Candidates are compared
         # as d^2/quad without dividing (bnum/bden is the best ratio so far).
         m_low[0] = m_low[1] = INFINITY
         bnum = 0.0
         bden = 1.0
         j = -1
-        tj = -1
-        for t in range(P.A):
-            k = t if full else P.act[t]
-            st = P.st[k]
+        if P.mode == 1:
+            if ig[0] >= 0:
+                j = _select_j_one(P, Krow[0], ig[0], Fi[0], direct, m_low)
+            else:
+                _extremes_low(P, m_low)
+        for t in range(P.A if P.mode == 2 else 0):
+            st = wst[t]
             if st & ST_LOW:
-                g = P.grp[k]
-                f = P.F[k]
+                g = grp[t]
+                f = F[t]
                 if f < m_low[g]:
                     m_low[g] = f
                 d = Fi[g] - f
                 if d > 0:
-                    r = t if cpt else k
-                    quad = qi[g] + P.QD[k] - 2.0 * wi[g] * P.w[k] * Krow[g][r]
+                    r = t if direct else act[t]
+                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Krow[g][r]
                     if quad <= 0:
-                        if quad < -1e-6 * (fabs(qi[g]) + fabs(P.QD[k])):
+                        if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
                             P.neg_curv = 1
                         quad = TAU
                     dd = d * d
                     if dd * bden >= bnum * quad:
                         bnum = dd
                         bden = quad
-                        j = k
-                        tj = t
+                        j = t
         gap = _gap(P, Fi, m_low)
         if gap < P.tol or j < 0:
             if P.A < n:
-                if _reconstruct(P, Kb, C) < 0:
+                if _unshrink_all(P, AC, Kb, C) < 0:
                     return -1
-                _unshrink_list(P)
-                _ac_reset(AC, n, n)
                 # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
                 counter = 1
                 just_unshrunk = 1
@@ -565,97 +729,111 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
             break
         just_unshrunk = 0
         # ---- the step along d_i = c_i, d_j = -c_j (keeps every equality constraint)
-        g = P.grp[j]
+        g = grp[j]
         i = ig[g]
-        kij = Krow[g][tj if cpt else j]
-        quad = P.QD[i] + P.QD[j] - 2.0 * P.w[i] * P.w[j] * kij
+        io = act[i]
+        jo = act[j]
+        kij = Krow[g][j if direct else jo]
+        quad = QD[i] + QD[j] - 2.0 * w[i] * w[j] * kij
         if quad <= 0:
             quad = TAU
-        tau = (P.F[i] - P.F[j]) / quad
-        room_i = (P.up[i] - P.alpha[i]) if P.c[i] > 0 else (P.alpha[i] - P.lo[i])
-        room_j = (P.alpha[j] - P.lo[j]) if P.c[j] > 0 else (P.up[j] - P.alpha[j])
+        tau = (F[i] - F[j]) / quad
+        room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
+        room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
         # land exactly on the bound that limits the step so that statuses are exact
         if tau >= room_i or tau >= room_j:
             if room_i <= room_j:
                 tau = room_i
-                ai_new = P.up[i] if P.c[i] > 0 else P.lo[i]
-                aj_new = P.alpha[j] - P.c[j] * tau
+                ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
+                aj_new = P.alpha[jo] - P.c[jo] * tau
                 if room_i == room_j:
-                    aj_new = P.lo[j] if P.c[j] > 0 else P.up[j]
+                    aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
             else:
                 tau = room_j
-                aj_new = P.lo[j] if P.c[j] > 0 else P.up[j]
-                ai_new = P.alpha[i] + P.c[i] * tau
+                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+                ai_new = P.alpha[io] + P.c[io] * tau
         else:
-            ai_new = P.alpha[i] + P.c[i] * tau
-            aj_new = P.alpha[j] - P.c[j] * tau
-        Kj = _arow(P, AC, Kb, C, j)
+            ai_new = P.alpha[io] + P.c[io] * tau
+            aj_new = P.alpha[jo] - P.c[jo] * tau
+        Kj = _arow(P, AC, Kb, C, jo)
         if Kj == NULL:
             return -1
-        Ki = _arow(P, AC, Kb, C, i)   # a cache may have evicted row i while fetching row j
+        Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
         if Ki == NULL:
             return -1
-        ci = P.w[i] * tau
-        cj = -P.w[j] * tau
-        dbi = _assign(P, i, ai_new)
-        dbj = _assign(P, j, aj_new)
-        P.F[i] -= P.D[i] * tau
-        P.F[j] += P.D[j] * tau
+        ci = w[i] * tau
+        cj = -w[j] * tau
+        dbi = _assign(P, io, ai_new)
+        dbj = _assign(P, jo, aj_new)
+        wst[i] = P.st[io]
+        wst[j] = P.st[jo]
+        F[i] -= P.D[io] * tau
+        F[j] += P.D[jo] * tau
         # ---- gradient update over the active set, fused with the choice of the next i
         ig[0] = ig[1] = -1
         Fi[0] = Fi[1] = -INFINITY
-        if full and P.unit_w:
-            for k in range(n):
-                f = P.F[k] - (ci * Ki[k] + cj * Kj[k])
-                P.F[k] = f
-                if P.st[k] & ST_UP:
-                    g = P.grp[k]
+        if P.mode == 1:
+            ig[0] = _update_one(P, Ki, Kj, ci, cj, direct, Fi)
+        elif direct and P.unit_w:
+            for t in range(P.A):
+                f = F[t] - (ci * Ki[t] + cj * Kj[t])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
                     if f >= Fi[g]:
                         Fi[g] = f
-                        ig[g] = k
-        elif full:
-            for k in range(n):
-                f = P.F[k] - P.w[k] * (ci * Ki[k] + cj * Kj[k])
-                P.F[k] = f
-                if P.st[k] & ST_UP:
-                    g = P.grp[k]
+                        ig[g] = t
+        elif direct:
+            for t in range(P.A):
+                f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
                     if f >= Fi[g]:
                         Fi[g] = f
-                        ig[g] = k
+                        ig[g] = t
         else:
             for t in range(P.A):
-                k = P.act[t]
-                r = t if cpt else k
-                f = P.F[k] - P.w[k] * (ci * Ki[r] + cj * Kj[r])
-                P.F[k] = f
-                if P.st[k] & ST_UP:
-                    g = P.grp[k]
+                r = act[t]
+                f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
                     if f >= Fi[g]:
                         Fi[g] = f
-                        ig[g] = k
+                        ig[g] = t
         have_i = 1
         P.sum_active += P.A
-        if _fbar_update(P, Kb, C, i, dbi) < 0 or _fbar_update(P, Kb, C, j, dbj) < 0:
+        if _fbar_update(P, Kb, C, io, dbi) < 0 or _fbar_update(P, Kb, C, jo, dbj) < 0:
             return -1
         P.n_iter += 1
     return 0
 
 
 cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective."""
-    cdef Py_ssize_t n = P.n, t, k, r, i, counter
+    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective.
+
+    Loops run over active positions t (variable act[t]).
+    """
+    cdef Py_ssize_t n = P.n, t, k, r, i, io, counter
     cdef double m_up[2]
     cdef double m_low[2]
     cdef double best, f, qd, step, gain, gap, ai_new, lim, db, ci
-    cdef Py_ssize_t ri
     cdef const floating* Ki
-    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0
-    cdef bint full, cpt
+    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0, first
+    cdef bint direct
     cdef unsigned char st
+    cdef Py_ssize_t* act = P.act
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
     counter = n if n < 1000 else 1000
     m_up[1] = -INFINITY
     m_low[1] = INFINITY
     i = -1
+    ci = 0.0
+    Ki = NULL
     while True:
         if P.max_iter >= 0 and P.n_iter >= P.max_iter:
             P.hit_max_iter = 1
@@ -667,84 +845,21 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
                 if _maintain(P, AC, Kb, C, &unshrunk) < 0:
                     return -1
                 have_i = 0
-        full = P.A == n
-        cpt = _compact(P, AC)
-        if not have_i:
-            # the variable whose exact line minimisation decreases the objective most
-            m_up[0] = -INFINITY
-            m_low[0] = INFINITY
-            best = 0.0
-            i = -1
-            for t in range(P.A):
-                k = t if full else P.act[t]
-                st = P.st[k]
-                f = P.F[k]
-                if (st & ST_UP) and f > 0:
-                    if f > m_up[0]:
-                        m_up[0] = f
-                    lim = P.up[k] - P.alpha[k]
-                elif (st & ST_LOW) and f < 0:
-                    if f < m_low[0]:
-                        m_low[0] = f
-                    lim = P.lo[k] - P.alpha[k]
-                else:
-                    continue
-                qd = P.QD[k]
-                if qd <= 0:
-                    if qd < 0:
-                        P.neg_curv = 1
-                    qd = TAU
-                step = f / qd
-                if fabs(step) > fabs(lim):
-                    step = lim
-                gain = step * (f - 0.5 * qd * step)
-                if gain > best:
-                    best = gain
-                    i = k
-        have_i = 0
-        gap = _gap(P, m_up, m_low)
-        if gap < P.tol or i < 0:
-            if P.A < n:
-                if _reconstruct(P, Kb, C) < 0:
-                    return -1
-                _unshrink_list(P)
-                _ac_reset(AC, n, n)
-                counter = 1
-                just_unshrunk = 1
-                continue
-            break
-        just_unshrunk = 0
-        f = P.F[i]
-        qd = P.QD[i]
-        if qd <= 0:
-            qd = TAU
-        step = f / qd
-        if f > 0:
-            lim = P.up[i] - P.alpha[i]
-            ai_new = P.up[i] if step >= lim else P.alpha[i] + step
-        else:
-            lim = P.lo[i] - P.alpha[i]
-            ai_new = P.lo[i] if step <= lim else P.alpha[i] + step
-        step = ai_new - P.alpha[i]
-        Ki = _arow(P, AC, Kb, C, i)
-        if Ki == NULL:
-            return -1
-        db = _assign(P, i, ai_new)
-        P.F[i] -= P.D[i] * step
-        f = P.s[i] * step
-        # gradient update fused with the choice of the next variable
-        ci = f
-        ri = i
+        direct = _direct(P, AC)
+        # one pass: apply the pending gradient update (when have_i) and choose the variable whose
+        # exact line minimisation decreases the objective most
+        first = not have_i
         m_up[0] = -INFINITY
         m_low[0] = INFINITY
         best = 0.0
         i = -1
         for t in range(P.A):
-            k = t if full else P.act[t]
-            r = t if cpt else k
-            f = P.F[k] - P.w[k] * ci * Ki[r]
-            P.F[k] = f
-            st = P.st[k]
+            if not first:
+                r = t if direct else act[t]
+                F[t] -= w[t] * ci * Ki[r]
+            st = wst[t]
+            f = F[t]
+            k = act[t]
             if (st & ST_UP) and f > 0:
                 if f > m_up[0]:
                     m_up[0] = f
@@ -755,7 +870,7 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
                 lim = P.lo[k] - P.alpha[k]
             else:
                 continue
-            qd = P.QD[k]
+            qd = QD[t]
             if qd <= 0:
                 if qd < 0:
                     P.neg_curv = 1
@@ -766,11 +881,49 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
             gain = step * (f - 0.5 * qd * step)
             if gain > best:
                 best = gain
-                i = k
+                i = t
+        have_i = 0
+        gap = _gap(P, m_up, m_low)
+        if gap < P.tol or i < 0:
+            if P.A < n:
+                if _unshrink_all(P, AC, Kb, C) < 0:
+                    return -1
+                counter = 1
+                just_unshrunk = 1
+                continue
+            break
+        just_unshrunk = 0
+        io = act[i]
+        f = F[i]
+        qd = QD[i]
+        if qd <= 0:
+            qd = TAU
+        step = f / qd
+        if f > 0:
+            lim = P.up[io] - P.alpha[io]
+            ai_new = P.up[io] if step >= lim else P.alpha[io] + step
+        else:
+            lim = P.lo[io] - P.alpha[io]
+            ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
+        step = ai_new - P.alpha[io]
+        Ki = _arow(P, AC, Kb, C, io)
+        if Ki == NULL:
+            return -1
+        db = _assign(P, io, ai_new)
+        wst[i] = P.st[io]
+        F[i] -= P.D[io] * step
+        ci = P.s[io] * step     # applied to F in the next pass
         have_i = 1
-        if _fbar_update(P, Kb, C, ri, db) < 0:
+        P.sum_active += P.A
+        if _fbar_update(P, Kb, C, io, db) < 0:
             return -1
         P.n_iter += 1
+    if have_i:
+        # the last step's gradient update is still pending
+        direct = _direct(P, AC)
+        for t in range(P.A):
+            r = t if direct else act[t]
+            F[t] -= w[t] * ci * Ki[r]
     return 0
 
 
@@ -781,10 +934,12 @@ cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept 
         return rc
     _unshrink_list(P)
     _ac_reset(AC, P.n, P.n)
+    _sync_in(P)
     if P.mode == 0:
         rc = _solve_single(P, AC, Kb, C)
     else:
         rc = _solve_pairs(P, AC, Kb, C)
+    _sync_out(P)
     if rc < 0:
         return rc
     # the final gradient must be exact on every variable (objective, multipliers, KKT report)
@@ -882,6 +1037,16 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     w = np.empty(n, dtype=np.float64)
     st = np.empty(n, dtype=np.uint8)
     act = np.empty(n, dtype=np.intp)
+    wF = np.empty(n, dtype=np.float64)
+    wQD = np.empty(n, dtype=np.float64)
+    ww = np.empty(n, dtype=np.float64)
+    wgrp = np.empty(n, dtype=np.intc)
+    wst = np.empty(n, dtype=np.uint8)
+    keep = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] keep_v = keep
+    cdef double[::1] wF_v = wF, wQD_v = wQD, ww_v = ww
+    cdef int[::1] wgrp_v = wgrp
+    cdef unsigned char[::1] wst_v = wst
     cdef double[::1] F_v = F, Fbar_v = Fbar, Fp_v = Fp, w_v = w
     cdef unsigned char[::1] st_v = st
     cdef Py_ssize_t[::1] act_v = act
@@ -907,6 +1072,12 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     P.grp = <int*> &grp[0]
     P.st = &st_v[0]
     P.act = &act_v[0]
+    P.wF = &wF_v[0]
+    P.wQD = &wQD_v[0]
+    P.ww = &ww_v[0]
+    P.wgrp = &wgrp_v[0]
+    P.wst = &wst_v[0]
+    P.keep = &keep_v[0]
     P.A = n
     P.tol = tol
     P.max_iter = max_iter
