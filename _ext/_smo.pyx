@@ -842,6 +842,12 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
             counter -= 1
             if counter == 0:
                 counter = n if n < 1000 else 1000
+                if have_i:
+                    # shrinking reads F: apply the pending update of the last step first
+                    direct = _direct(P, AC)
+                    for t in range(P.A):
+                        r = t if direct else act[t]
+                        F[t] -= w[t] * ci * Ki[r]
                 if _maintain(P, AC, Kb, C, &unshrunk) < 0:
                     return -1
                 have_i = 0
