@@ -562,39 +562,44 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     return 0
 
 
+# The two mode-1 loops below are written without data-dependent branches except the rarely taken
+# "new best" one: which variables are in I_up / I_low and the sign of d are close to random, and
+# mispredicted branches, not arithmetic, dominated these loops.  Masked values become neutral
+# elements instead (+inf for a minimum, 0 for the gain).
+
 cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
                               double* m_low) noexcept nogil:
-    """Mode 1 j-selection with scalar accumulators (indexing by group kept them in memory)."""
+    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0."""
     cdef Py_ssize_t t, j = -1, A = P.A
     cdef double* F = P.wF
     cdef double* QD = P.wQD
     cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
     cdef Py_ssize_t* act = P.act
-    cdef double qi = QD[i], wi = w[i], f, d, dd, quad, kv, bnum = 0.0, bden = 1.0, ml = INFINITY
+    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv, bnum = 0.0, bden = 1.0, ml = INFINITY
     cdef double neg = 0.0
-    cdef bint fast = direct and P.unit_w
+    cdef bint low
     for t in range(A):
-        if wst[t] & ST_LOW:
-            f = F[t]
-            if f < ml:
-                ml = f
-            d = Fi - f
-            if d > 0:
-                if fast:
-                    quad = qi + QD[t] - 2.0 * Kr[t]
-                else:
-                    kv = Kr[t] if direct else Kr[act[t]]
-                    quad = qi + QD[t] - 2.0 * wi * w[t] * kv
-                if quad <= 0:
-                    if quad < neg:
-                        neg = quad
-                    quad = TAU
-                dd = d * d
-                if dd * bden >= bnum * quad:
-                    bnum = dd
-                    bden = quad
-                    j = t
+        low = (wst[t] & ST_LOW) != 0
+        f = F[t]
+        fm = f if low else INFINITY
+        ml = fm if fm < ml else ml
+        if direct and P.unit_w:
+            kv = 2.0 * Kr[t]
+        elif direct:
+            kv = 2.0 * wi * w[t] * Kr[t]
+        else:
+            kv = 2.0 * wi * w[t] * Kr[act[t]]
+        quad = qi + QD[t] - kv
+        neg = quad if quad < neg else neg
+        quad = quad if quad > 0 else TAU
+        d = Fi - f
+        d = d if (low and d > 0) else 0.0
+        # d^2/quad > bnum/bden, compared without dividing
+        if d * d * bden > bnum * quad:
+            bnum = d * d
+            bden = quad
+            j = t
     if neg < -1e-6 * (fabs(qi) + 1e-300):
         P.neg_curv = 1
     m_low[0] = ml
@@ -604,35 +609,38 @@ cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, doub
 
 cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
                             bint direct, double* Fi_out) noexcept nogil:
-    """Mode 1 gradient update fused with the choice of the next i (scalar accumulators)."""
+    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
     cdef Py_ssize_t t, i = -1, A = P.A
     cdef double* F = P.wF
     cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
     cdef Py_ssize_t* act = P.act
-    cdef double f, Fi = -INFINITY
+    cdef double f, v, Fi = -INFINITY
     cdef Py_ssize_t r
     if direct and P.unit_w:
         for t in range(A):
             f = F[t] - (ci * Ki[t] + cj * Kj[t])
             F[t] = f
-            if (wst[t] & ST_UP) and f >= Fi:
-                Fi = f
+            v = f if (wst[t] & ST_UP) else -INFINITY
+            if v > Fi:
+                Fi = v
                 i = t
     elif direct:
         for t in range(A):
             f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
             F[t] = f
-            if (wst[t] & ST_UP) and f >= Fi:
-                Fi = f
+            v = f if (wst[t] & ST_UP) else -INFINITY
+            if v > Fi:
+                Fi = v
                 i = t
     else:
         for t in range(A):
             r = act[t]
             f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
             F[t] = f
-            if (wst[t] & ST_UP) and f >= Fi:
-                Fi = f
+            v = f if (wst[t] & ST_UP) else -INFINITY
+            if v > Fi:
+                Fi = v
                 i = t
     Fi_out[0] = Fi
     return i
@@ -1004,11 +1012,12 @@ cdef class _Provider:
 def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const double[::1] lo,
           const double[::1] up, const double[::1] c, const double[::1] s, const double[::1] D,
           const double[::1] QD, const int[::1] grp, int mode, double tol, long long max_iter, bint shrinking,
-          Py_ssize_t active_cache_bytes):
+          unsigned char[::1] active_cache):
     """Run the solver in place on ``alpha`` (already feasible).
 
     ``K`` is a C-contiguous float32/float64 square matrix, or None when ``provider`` serves the rows.
-    ``active_cache_bytes`` bounds the cache of active-set rows used once shrinking has started.
+    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking
+    has started; its size bounds that cache.
     Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter`` and ``neg_curv``.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
@@ -1019,16 +1028,15 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     cdef ACache AC
     cdef int rc = 0
     cdef Py_ssize_t elsize = 4 if (K is not None and K.dtype == np.float32) else 8
-    ac_data = np.empty(max(active_cache_bytes // elsize, 1), dtype=np.float32 if elsize == 4 else np.float64)
     ac_slot_of = np.full(n, -1, dtype=np.intp)
     ac_row_of = np.zeros(n, dtype=np.intp)
     ac_prv = np.zeros(n + 1, dtype=np.intp)
     ac_nxt = np.zeros(n + 1, dtype=np.intp)
     cdef Py_ssize_t[::1] ac_slot_of_v = ac_slot_of, ac_row_of_v = ac_row_of, ac_prv_v = ac_prv
     cdef Py_ssize_t[::1] ac_nxt_v = ac_nxt
-    cdef char[::1] ac_bytes = ac_data.view(np.int8)
-    AC.data = <void*> &ac_bytes[0]
-    AC.capacity = ac_data.shape[0]
+    AC.data = <void*> &active_cache[0]
+    # the buffer comes from numpy, aligned for doubles
+    AC.capacity = active_cache.shape[0] // elsize
     AC.stride = 1
     AC.n_slots = 0
     AC.n_used = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import abc
 import math
+import threading
 import warnings
 from collections.abc import Sequence
 
@@ -139,6 +140,23 @@ def as_symmetric_rows(K: np.ndarray) -> np.ndarray:
     if K.flags.f_contiguous:
         return K.T
     return np.ascontiguousarray(K)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """A per-thread byte buffer of at least ``nbytes``, reused across solves.
+
+    Fresh large allocations are mapped lazily by the OS, so touching them costs page faults on every
+    solve; an outer MKL loop calls the solver many times with the same size.
+    """
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.nbytes < max(nbytes, 8):
+        # float64 storage keeps the buffer aligned for doubles
+        buf = np.empty(max(nbytes, 8) // 8 + 1, dtype=np.float64).view(np.uint8)
+        _SCRATCH.buf = buf
+    return buf[: max(nbytes, 8)]
 
 
 def _vector(value: float | np.ndarray | None, n: int, name: str, default: float) -> np.ndarray:
@@ -271,7 +289,7 @@ def solve_qp(
     max_iter: int = -1,
     shrinking: bool = True,
     cache_size: float = 200.0,
-    active_cache: float = 64.0,
+    active_cache: float = 16.0,
 ) -> QPResult:
     """Solve a box-constrained convex QP with at most two equality constraints by SMO.
 
@@ -310,9 +328,10 @@ def solve_qp(
         Temporarily drop bound variables that cannot enter a working set.
     cache_size : float, default=200
         Megabytes of kernel rows cached for a :class:`KernelColumns` (at least two rows).
-    active_cache : float, default=64
+    active_cache : float, default=16
         Megabytes of kernel rows restricted to the active set, kept once shrinking has started (they
-        are read contiguously instead of with holes).  0 disables it.
+        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size.
+        0 disables it.
 
     Returns
     -------
@@ -410,8 +429,11 @@ def solve_qp(
     if provider is not None:
         slots = int(cache_size * 2**20 // (8 * n))
         cache = _smo._Provider(provider.column, n, slots)
+    # the active-row cache never needs more than a fraction of the kernel's own size
+    elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
+    active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
     out = _smo.solve(Kd, cache, alpha, pv, lo, up, c, s, D, QD, grp, mode, float(tol), int(max_iter),
-                     bool(shrinking), int(active_cache * 2**20))
+                     bool(shrinking), _scratch(active_bytes))
     G = out["G"]
     if not np.isfinite(G).all():
         raise ValueError("the kernel or the linear term contains non-finite values")
