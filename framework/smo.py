@@ -433,7 +433,7 @@ def solve_qp(
     elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
     active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
     out = _smo.solve(Kd, cache, alpha, pv, lo, up, c, s, D, QD, grp, mode, float(tol), int(max_iter),
-                     bool(shrinking), _scratch(active_bytes))
+                     bool(shrinking), _scratch(active_bytes), alpha0 is not None)
     G = out["G"]
     if not np.isfinite(G).all():
         raise ValueError("the kernel or the linear term contains non-finite values")
