@@ -570,79 +570,110 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
 
 cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
                               double* m_low) noexcept nogil:
-    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0."""
-    cdef Py_ssize_t t, j = -1, A = P.A
+    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0.
+
+    Four interleaved running bests (positions t = u mod 4) keep the compare-and-select chains
+    independent, so that the loop is bound by throughput instead of by their latency.
+    """
+    cdef Py_ssize_t t, t0, u, j = -1, A = P.A
     cdef double* F = P.wF
     cdef double* QD = P.wQD
     cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
     cdef Py_ssize_t* act = P.act
-    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv, bnum = 0.0, bden = 1.0, ml = INFINITY
-    cdef double neg = 0.0
-    cdef bint low
-    for t in range(A):
-        low = (wst[t] & ST_LOW) != 0
-        f = F[t]
-        fm = f if low else INFINITY
-        ml = fm if fm < ml else ml
-        if direct and P.unit_w:
-            kv = 2.0 * Kr[t]
-        elif direct:
-            kv = 2.0 * wi * w[t] * Kr[t]
-        else:
-            kv = 2.0 * wi * w[t] * Kr[act[t]]
-        quad = qi + QD[t] - kv
-        neg = quad if quad < neg else neg
-        quad = quad if quad > 0 else TAU
-        d = Fi - f
-        d = d if (low and d > 0) else 0.0
-        # d^2/quad > bnum/bden, compared without dividing
-        if d * d * bden > bnum * quad:
-            bnum = d * d
-            bden = quad
-            j = t
-    if neg < -1e-6 * (fabs(qi) + 1e-300):
+    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv
+    cdef double bn[4]
+    cdef double bd[4]
+    cdef double ml[4]
+    cdef double neg[4]
+    cdef Py_ssize_t bj[4]
+    cdef bint low, unit = P.unit_w
+    for u in range(4):
+        bn[u] = 0.0
+        bd[u] = 1.0
+        ml[u] = INFINITY
+        neg[u] = 0.0
+        bj[u] = -1
+    for t0 in range(0, A, 4):
+        for u in range(4):
+            t = t0 + u
+            if t < A:
+                low = (wst[t] & ST_LOW) != 0
+                f = F[t]
+                fm = f if low else INFINITY
+                ml[u] = fm if fm < ml[u] else ml[u]
+                if direct and unit:
+                    kv = 2.0 * Kr[t]
+                elif direct:
+                    kv = 2.0 * wi * w[t] * Kr[t]
+                else:
+                    kv = 2.0 * wi * w[t] * Kr[act[t]]
+                quad = qi + QD[t] - kv
+                neg[u] = quad if quad < neg[u] else neg[u]
+                quad = quad if quad > 0 else TAU
+                d = Fi - f
+                d = d if (low and d > 0) else 0.0
+                # d^2/quad > bn/bd, compared without dividing
+                if d * d * bd[u] > bn[u] * quad:
+                    bn[u] = d * d
+                    bd[u] = quad
+                    bj[u] = t
+    for u in range(1, 4):
+        if ml[u] < ml[0]:
+            ml[0] = ml[u]
+        if neg[u] < neg[0]:
+            neg[0] = neg[u]
+    for u in range(4):
+        if bj[u] >= 0 and (j < 0 or bn[u] * bd[0] > bn[0] * bd[u]
+                           or (bn[u] * bd[0] == bn[0] * bd[u] and bj[u] < j)):
+            bn[0] = bn[u]
+            bd[0] = bd[u]
+            j = bj[u]
+    if neg[0] < -1e-6 * (fabs(qi) + 1e-300):
         P.neg_curv = 1
-    m_low[0] = ml
+    m_low[0] = ml[0]
     m_low[1] = INFINITY
     return j
 
 
 cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
                             bint direct, double* Fi_out) noexcept nogil:
-    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
-    cdef Py_ssize_t t, i = -1, A = P.A
+    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up).
+
+    As in _select_j_one, four interleaved running maxima break the dependency chain.
+    """
+    cdef Py_ssize_t t, t0, u, i = -1, A = P.A, r
     cdef double* F = P.wF
     cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
     cdef Py_ssize_t* act = P.act
     cdef double f, v, Fi = -INFINITY
-    cdef Py_ssize_t r
-    if direct and P.unit_w:
-        for t in range(A):
-            f = F[t] - (ci * Ki[t] + cj * Kj[t])
-            F[t] = f
-            v = f if (wst[t] & ST_UP) else -INFINITY
-            if v > Fi:
-                Fi = v
-                i = t
-    elif direct:
-        for t in range(A):
-            f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
-            F[t] = f
-            v = f if (wst[t] & ST_UP) else -INFINITY
-            if v > Fi:
-                Fi = v
-                i = t
-    else:
-        for t in range(A):
-            r = act[t]
-            f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
-            F[t] = f
-            v = f if (wst[t] & ST_UP) else -INFINITY
-            if v > Fi:
-                Fi = v
-                i = t
+    cdef double mx[4]
+    cdef Py_ssize_t mi[4]
+    cdef bint unit = P.unit_w
+    for u in range(4):
+        mx[u] = -INFINITY
+        mi[u] = -1
+    for t0 in range(0, A, 4):
+        for u in range(4):
+            t = t0 + u
+            if t < A:
+                if direct and unit:
+                    f = F[t] - (ci * Ki[t] + cj * Kj[t])
+                elif direct:
+                    f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
+                else:
+                    r = act[t]
+                    f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
+                F[t] = f
+                v = f if (wst[t] & ST_UP) else -INFINITY
+                if v > mx[u]:
+                    mx[u] = v
+                    mi[u] = t
+    for u in range(4):
+        if mi[u] >= 0 and (i < 0 or mx[u] > Fi or (mx[u] == Fi and mi[u] < i)):
+            Fi = mx[u]
+            i = mi[u]
     Fi_out[0] = Fi
     return i
 

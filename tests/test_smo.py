@@ -340,3 +340,41 @@ def test_shrinking_does_not_change_the_optimum():
         nob_off = solve_qp(K, y, p=-1.0, upper=5.0, tol=1e-6, shrinking=False)
     assert on.objective == pytest.approx(off.objective, rel=1e-6)
     assert nob.objective == pytest.approx(nob_off.objective, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------------
+# The loss plugins and the outer loop
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["csvc", "csvc_nobias", "nu", "square_hinge"])
+def test_loss_plugins_certify_their_solve(name):
+    from multikernel.registry import get_registry
+
+    loss = get_registry().create("loss", name, C=1.0)
+    K, y = _rbf(60, seed=7)
+    sol = loss.solve(K, y, tol=1e-6)
+    gap = sol.primal_objective - sol.dual_objective
+    assert -1e-9 <= gap <= 1e-3 * (1 + abs(sol.dual_objective))
+    # the dual objective is L(alpha) - 1/2 coef'K coef, the convention of the outer loops
+    expected = loss.linear_term(sol.alpha, y) - 0.5 * sol.coef @ K @ sol.coef
+    assert sol.dual_objective == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    warm = loss.solve(K, y, alpha0=sol.alpha, tol=1e-6)
+    assert warm.n_iter <= 1 and warm.dual_objective == pytest.approx(sol.dual_objective, rel=1e-9)
+
+
+def test_block_coordinate_descent_runs_on_the_smo_inner_solver():
+    from multikernel.interfaces import MKLProblem
+    from multikernel.registry import get_registry
+    from multikernel.stack import DenseStack
+
+    reg = get_registry()
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, 1.0, -1.0)
+    kernels = [np.exp(-g * ((X[:, None] - X[None]) ** 2).sum(-1)) for g in (0.1, 1.0)] + [X @ X.T]
+    problem = MKLProblem(stack=DenseStack(np.stack(kernels)), y=y, loss=reg.create("loss", "csvc", C=1.0),
+                         regularizer=reg.create("regularizer", "simplex"), tol=1e-3, max_iter=200,
+                         inner_tol=1e-5)
+    result = reg.create("solver", "bcd").solve(problem)
+    assert result.converged and result.dual_gap <= 1e-3
+    assert result.weights.sum() == pytest.approx(1.0)
