@@ -37,6 +37,8 @@ cdef Py_ssize_t CHUNK = 512      # rows of the gradient one thread owns in the p
 # Below this many multiply-adds a parallel region costs more than it saves (thread wake-up is slow,
 # and very slow on a loaded machine), so small gradient updates stay sequential.
 cdef Py_ssize_t PARALLEL_MIN_WORK = 4000000
+# Steps between two shrinking passes (libsvm uses min(n, 1000)).
+cdef Py_ssize_t SHRINK_EVERY = 1000
 
 
 ctypedef struct RowCache:
@@ -705,7 +707,7 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
     cdef unsigned char* wst = P.wst
     # a warm start has an exact gradient near the optimum: shrink at once instead of after
     # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < 1000 else 1000)
+    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
     while True:
         if P.max_iter >= 0 and P.n_iter >= P.max_iter:
             P.hit_max_iter = 1
@@ -713,7 +715,7 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
         if P.shrinking and not just_unshrunk:
             counter -= 1
             if counter == 0:
-                counter = n if n < 1000 else 1000
+                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
                 if _maintain(P, AC, Kb, C, &unshrunk) < 0:
                     return -1
                 have_i = 0
@@ -872,7 +874,7 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     cdef unsigned char* wst = P.wst
     # a warm start has an exact gradient near the optimum: shrink at once instead of after
     # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < 1000 else 1000)
+    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
     m_up[1] = -INFINITY
     m_low[1] = INFINITY
     i = -1
@@ -885,7 +887,7 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
         if P.shrinking and not just_unshrunk:
             counter -= 1
             if counter == 0:
-                counter = n if n < 1000 else 1000
+                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
                 if have_i:
                     # shrinking reads F: apply the pending update of the last step first
                     direct = _direct(P, AC)

@@ -378,3 +378,20 @@ def test_block_coordinate_descent_runs_on_the_smo_inner_solver():
     result = reg.create("solver", "bcd").solve(problem)
     assert result.converged and result.dual_gap <= 1e-3
     assert result.weights.sum() == pytest.approx(1.0)
+
+
+def test_fortran_input_is_read_in_place_and_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from multikernel.smo import as_symmetric_rows
+
+    K, y = _rbf(120, seed=9)
+    KF = np.asfortranarray(K)
+    assert np.shares_memory(as_symmetric_rows(KF), KF)
+    assert as_symmetric_rows(K) is K
+    # the solver releases the GIL and keeps its scratch buffers per thread: concurrent solves agree
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda C: solve_svc(KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
+    np.testing.assert_array_equal(results[0].alpha, results[2].alpha)
+    np.testing.assert_array_equal(results[1].alpha, results[3].alpha)
+    assert results[0].alpha.max() <= 0.5 < results[1].alpha.max()
