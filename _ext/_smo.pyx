@@ -1017,7 +1017,7 @@ cdef class _Provider:
         self.column = column
         self.exc = None
         n_slots = max(2, min(n_slots, n))
-        self.data = np.zeros((n_slots, n), dtype=np.float64)
+        self.data = np.empty((n_slots, n), dtype=np.float64)
         data = self.data
         self.slot_of = np.full(n, -1, dtype=np.intp)
         self.row_of = np.full(n_slots, -1, dtype=np.intp)

@@ -338,8 +338,16 @@ def test_shrinking_does_not_change_the_optimum():
         off = solve_qp(K, y, p=-1.0, upper=5.0, y_sum=0.0, tol=1e-6, shrinking=False)
         nob = solve_qp(K, y, p=-1.0, upper=5.0, tol=1e-6)
         nob_off = solve_qp(K, y, p=-1.0, upper=5.0, tol=1e-6, shrinking=False)
+        nu = solve_qp(K, y, upper=0.01, y_sum=0.0, total=1.0, tol=1e-8)
+        nu_off = solve_qp(K, y, upper=0.01, y_sum=0.0, total=1.0, tol=1e-8, shrinking=False)
+        simplex = solve_qp(K, p=-np.diag(K), ridge=0.01, total=1.0, tol=1e-8)
+        simplex_off = solve_qp(K, p=-np.diag(K), ridge=0.01, total=1.0, tol=1e-8, shrinking=False)
     assert on.objective == pytest.approx(off.objective, rel=1e-6)
     assert nob.objective == pytest.approx(nob_off.objective, rel=1e-6)
+    assert nu.objective == pytest.approx(nu_off.objective, rel=1e-6)
+    assert simplex.objective == pytest.approx(simplex_off.objective, rel=1e-6)
+    assert max(on.kkt_violation, nob.kkt_violation) <= 1e-6
+    assert max(nu.kkt_violation, simplex.kkt_violation) <= 1e-8
 
 
 # --------------------------------------------------------------------------------------------------
