@@ -570,6 +570,116 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
 # mispredicted branches, not arithmetic, dominated these loops.  Masked values become neutral
 # elements instead (+inf for a minimum, 0 for the gain).
 
+ctypedef struct JAcc:
+    double bn       # best d^2 ...
+    double bd       # ... over its quad
+    double ml       # min F over I_low
+    double neg      # most negative curvature met
+    Py_ssize_t bj   # position of the best
+
+
+cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, double qd, double kv,
+                        double qi, double Fi) noexcept nogil:
+    """One candidate of the C-SVC fast j-scan (see _select_j_one)."""
+    cdef bint low = (st & ST_LOW) != 0
+    cdef double fm = f if low else INFINITY
+    cdef double quad = qi + qd - 2.0 * kv
+    cdef double d = Fi - f
+    a.ml = fm if fm < a.ml else a.ml
+    a.neg = quad if quad < a.neg else a.neg
+    quad = quad if quad > 0 else TAU
+    d = d if (low and d > 0) else 0.0
+    if d * d * a.bd > a.bn * quad:
+        a.bn = d * d
+        a.bd = quad
+        a.bj = t
+
+
+cdef Py_ssize_t _select_j_fast(Problem* P, const floating* Kr, Py_ssize_t i, double Fi,
+                               double* m_low) noexcept nogil:
+    """_select_j_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+    cdef Py_ssize_t t, u, j = -1, A = P.A, A4 = P.A - P.A % 4
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef unsigned char* wst = P.wst
+    cdef double qi = QD[i]
+    cdef JAcc a0, a1, a2, a3
+    cdef JAcc* best
+    cdef JAcc* cand
+    a0.bn = a1.bn = a2.bn = a3.bn = 0.0
+    a0.bd = a1.bd = a2.bd = a3.bd = 1.0
+    a0.ml = a1.ml = a2.ml = a3.ml = INFINITY
+    a0.neg = a1.neg = a2.neg = a3.neg = 0.0
+    a0.bj = a1.bj = a2.bj = a3.bj = -1
+    for t in range(0, A4, 4):
+        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
+        _jstep(&a1, t + 1, F[t + 1], wst[t + 1], QD[t + 1], Kr[t + 1], qi, Fi)
+        _jstep(&a2, t + 2, F[t + 2], wst[t + 2], QD[t + 2], Kr[t + 2], qi, Fi)
+        _jstep(&a3, t + 3, F[t + 3], wst[t + 3], QD[t + 3], Kr[t + 3], qi, Fi)
+    for t in range(A4, A):
+        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
+    a0.ml = min(min(a0.ml, a1.ml), min(a2.ml, a3.ml))
+    a0.neg = min(min(a0.neg, a1.neg), min(a2.neg, a3.neg))
+    best = NULL
+    for u in range(4):
+        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
+        if cand.bj >= 0 and (best == NULL or cand.bn * best.bd > best.bn * cand.bd
+                             or (cand.bn * best.bd == best.bn * cand.bd and cand.bj < best.bj)):
+            best = cand
+    if best != NULL:
+        j = best.bj
+    if a0.neg < -1e-6 * (fabs(qi) + 1e-300):
+        P.neg_curv = 1
+    m_low[0] = a0.ml
+    m_low[1] = INFINITY
+    return j
+
+
+ctypedef struct IAcc:
+    double mx
+    Py_ssize_t mi
+
+
+cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double ki, double kj,
+                        double ci, double cj) noexcept nogil:
+    cdef double f = F[t] - (ci * ki + cj * kj)
+    cdef double v
+    F[t] = f
+    v = f if (wst[t] & ST_UP) else -INFINITY
+    if v > a.mx:
+        a.mx = v
+        a.mi = t
+
+
+cdef Py_ssize_t _update_fast(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                             double* Fi_out) noexcept nogil:
+    """_update_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+    cdef Py_ssize_t t, u, A = P.A, A4 = P.A - P.A % 4
+    cdef double* F = P.wF
+    cdef unsigned char* wst = P.wst
+    cdef IAcc a0, a1, a2, a3
+    cdef IAcc* best = NULL
+    cdef IAcc* cand
+    a0.mx = a1.mx = a2.mx = a3.mx = -INFINITY
+    a0.mi = a1.mi = a2.mi = a3.mi = -1
+    for t in range(0, A4, 4):
+        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+        _istep(&a1, t + 1, F, wst, Ki[t + 1], Kj[t + 1], ci, cj)
+        _istep(&a2, t + 2, F, wst, Ki[t + 2], Kj[t + 2], ci, cj)
+        _istep(&a3, t + 3, F, wst, Ki[t + 3], Kj[t + 3], ci, cj)
+    for t in range(A4, A):
+        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+    for u in range(4):
+        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
+        if cand.mi >= 0 and (best == NULL or cand.mx > best.mx or (cand.mx == best.mx and cand.mi < best.mi)):
+            best = cand
+    if best == NULL:
+        Fi_out[0] = -INFINITY
+        return -1
+    Fi_out[0] = best.mx
+    return best.mi
+
+
 cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
                               double* m_low) noexcept nogil:
     """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0.
@@ -737,7 +847,9 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
         bden = 1.0
         j = -1
         if P.mode == 1:
-            if ig[0] >= 0:
+            if ig[0] >= 0 and direct and P.unit_w:
+                j = _select_j_fast(P, Krow[0], ig[0], Fi[0], m_low)
+            elif ig[0] >= 0:
                 j = _select_j_one(P, Krow[0], ig[0], Fi[0], direct, m_low)
             else:
                 _extremes_low(P, m_low)
@@ -816,7 +928,9 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
         # ---- gradient update over the active set, fused with the choice of the next i
         ig[0] = ig[1] = -1
         Fi[0] = Fi[1] = -INFINITY
-        if P.mode == 1:
+        if P.mode == 1 and direct and P.unit_w:
+            ig[0] = _update_fast(P, Ki, Kj, ci, cj, Fi)
+        elif P.mode == 1:
             ig[0] = _update_one(P, Ki, Kj, ci, cj, direct, Fi)
         elif direct and P.unit_w:
             for t in range(P.A):
