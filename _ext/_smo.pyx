@@ -1,0 +1,1280 @@
+# cython: language_level=3
+"""SMO core for box-constrained convex QPs with zero, one or two equality constraints.
+
+Problem (all vectors of length n, K symmetric)::
+
+    minimise  1/2 a'Qa + p'a   s.t.  lo <= a <= up,   Q_kj = s_k s_j K_kj + D_k [k == j]
+
+and, depending on ``mode``:
+
+* mode 0: no equality constraint (one variable per step, greedy second-order choice);
+* mode 1: one equality ``c'a = delta`` with ``c_k = +-1`` (pairs, WSS3 of Fan, Chen and Lin 2005);
+* mode 2: ``y'a = delta`` and ``1'a = s`` (pairs inside the same class ``grp``, as libsvm's nu solver).
+
+Internally the gradient is stored as ``F_k = -c_k G_k`` (``c = 1`` in modes 0 and 2), so that the
+working-set rules read the same for every mode, and ``w_k = c_k s_k`` folds both signs into one factor.
+The kernel is read one full row at a time, either straight from the caller's dense matrix (row ``i`` of a
+symmetric matrix is contiguous in both C and F order, so nothing is ever copied) or from a bounded LRU
+cache of rows filled by a Python column provider.  Shrinking keeps a sorted list of active indices
+instead of permuting arrays, so that row accesses stay monotone (cache- and prefetch-friendly).
+"""
+
+from cpython.ref cimport PyObject
+from cython cimport floating
+from cython.parallel cimport prange
+from libc.math cimport INFINITY, fabs, isfinite
+from libc.stdlib cimport free, malloc
+
+import numpy as np
+
+cdef enum:
+    ST_UP = 1        # the variable may move along +c (I_up of libsvm)
+    ST_LOW = 2       # the variable may move along -c (I_low)
+    ST_BOUND = 4     # the variable sits at a bound (its contribution lives in Fbar)
+
+cdef double TAU = 1e-12          # curvature floor for non-positive curvature (libsvm's tau)
+cdef Py_ssize_t CHUNK = 512      # rows of the gradient one thread owns in the parallel loops
+# Below this many multiply-adds a parallel region costs more than it saves (thread wake-up is slow,
+# and very slow on a loaded machine), so small gradient updates stay sequential.
+cdef Py_ssize_t PARALLEL_MIN_WORK = 4000000
+# Steps between two shrinking passes (libsvm uses min(n, 1000)).
+cdef Py_ssize_t SHRINK_EVERY = 1000
+
+
+ctypedef struct RowCache:
+    Py_ssize_t n
+    Py_ssize_t n_slots
+    double* data                 # n_slots rows of length n
+    Py_ssize_t* slot_of          # row -> slot, -1 when absent
+    Py_ssize_t* row_of           # slot -> row, -1 when empty
+    unsigned long long* stamp    # last use of each slot (LRU)
+    unsigned long long clock
+    PyObject* fill               # python callable fill(row, slot); raises -> error
+    int error
+    long long n_miss
+
+
+ctypedef struct Problem:
+    Py_ssize_t n
+    int mode
+    double* alpha
+    double* F          # -c * gradient
+    double* Fbar       # -c * sum over bound variables of alpha_j Q_:j (for gradient reconstruction)
+    double* Fp         # -c * p
+    double* QD         # diagonal of Q
+    double* D          # ridge added to the diagonal
+    double* lo
+    double* up
+    double* c          # equality signs (+-1; 1 in modes 0 and 2)
+    double* s          # kernel signs
+    double* w          # c * s
+    int* grp           # class (0/1) in mode 2, 0 otherwise
+    unsigned char* st
+    Py_ssize_t* act    # sorted active indices, first A entries
+    Py_ssize_t A
+    # Work copies of what the hot loops read, in active-position order (position t holds variable
+    # act[t]), so that those loops run over contiguous memory.  F is authoritative in wF between
+    # _sync_in and _sync_out; st, QD, w, grp are mirrors.
+    double* wF
+    double* wQD
+    double* ww
+    int* wgrp
+    unsigned char* wst
+    Py_ssize_t* keep   # after _shrink: old active position of each new active position
+    double tol
+    long long max_iter
+    int shrinking
+    int warm           # started from a given alpha
+    int unit_w         # w == 1 everywhere (C-SVC): skip the w factor in the hot loops
+    # outputs
+    long long n_iter
+    long long sum_active   # sum over iterations of the active size (diagnostics)
+    long long ac_miss      # active-row cache misses (diagnostics)
+    int neg_curv
+    int hit_max_iter
+    int error
+
+
+cdef inline unsigned char _status(double a, double lo, double up, double c) noexcept nogil:
+    cdef unsigned char r = 0
+    if a < up:
+        r |= ST_UP if c > 0 else ST_LOW
+    if a > lo:
+        r |= ST_LOW if c > 0 else ST_UP
+    if a <= lo or a >= up:
+        r |= ST_BOUND
+    return r
+
+
+cdef inline double _bound_part(double a, unsigned char st) noexcept nogil:
+    # the part of alpha accounted for in Fbar: bound variables only (zero bounds contribute nothing)
+    return a if st & ST_BOUND else 0.0
+
+
+cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t slot = C.slot_of[i], t
+    cdef unsigned long long oldest
+    C.clock += 1
+    if slot >= 0:
+        C.stamp[slot] = C.clock
+        return C.data + slot * C.n
+    # miss: evict the least recently used slot (linear scan; a miss costs a kernel column anyway)
+    slot = 0
+    oldest = C.stamp[0]
+    for t in range(1, C.n_slots):
+        if C.stamp[t] < oldest:
+            oldest = C.stamp[t]
+            slot = t
+    if C.row_of[slot] >= 0:
+        C.slot_of[C.row_of[slot]] = -1
+    C.n_miss += 1
+    with gil:
+        try:
+            (<object>C.fill)(i, slot)
+        except BaseException:
+            C.error = 1
+            return NULL
+    C.row_of[slot] = i
+    C.slot_of[i] = slot
+    C.stamp[slot] = C.clock
+    return C.data + slot * C.n
+
+
+cdef inline const floating* _row(const floating* Kb, RowCache* C, Py_ssize_t n,
+                                 Py_ssize_t i) noexcept nogil:
+    if Kb != NULL:
+        return Kb + i * n
+    # only reached with floating == double (the provider path)
+    return <const floating*> _cache_get(C, i)
+
+
+cdef void _add_rows_parallel(Problem* P, const floating* Kb, const Py_ssize_t* idx, const double* coef,
+                             Py_ssize_t m, double* out, const Py_ssize_t* targets,
+                             Py_ssize_t n_targets) noexcept nogil:
+    """out[k] -= w_k * sum_r coef[r] K[idx[r], k] for k in targets (all k when targets is NULL).
+
+    Threads own disjoint chunks of targets and sum over rows in a fixed order: deterministic.
+    """
+    cdef Py_ssize_t n = P.n, nt = n if targets == NULL else n_targets
+    cdef Py_ssize_t n_chunks = (nt + CHUNK - 1) // CHUNK, ch, t, t0, t1, r, k
+    cdef const floating* Kr
+    cdef double cr
+    for ch in prange(n_chunks, schedule="static"):
+        t0 = ch * CHUNK
+        t1 = t0 + CHUNK
+        if t1 > nt:
+            t1 = nt
+        for r in range(m):
+            Kr = Kb + idx[r] * n
+            cr = coef[r]
+            if targets == NULL:
+                for t in range(t0, t1):
+                    out[t] -= P.w[t] * cr * Kr[t]
+            else:
+                for t in range(t0, t1):
+                    k = targets[t]
+                    out[k] -= P.w[k] * cr * Kr[k]
+
+
+cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t* idx, const double* coef,
+                   Py_ssize_t m, double* out, const Py_ssize_t* targets, Py_ssize_t n_targets) noexcept nogil:
+    """Same as _add_rows_parallel; sequential through the row cache for the provider path."""
+    cdef Py_ssize_t r, t, k, n = P.n
+    cdef const floating* Kr
+    cdef double cr
+    cdef Py_ssize_t nt = n if targets == NULL else n_targets
+    if Kb != NULL and m * nt >= PARALLEL_MIN_WORK:
+        _add_rows_parallel(P, Kb, idx, coef, m, out, targets, n_targets)
+        return 0
+    for r in range(m):
+        Kr = _row(Kb, C, n, idx[r])
+        if Kr == NULL:
+            return -1
+        cr = coef[r]
+        if targets == NULL:
+            for k in range(n):
+                out[k] -= P.w[k] * cr * Kr[k]
+        else:
+            for t in range(n_targets):
+                k = targets[t]
+                out[k] -= P.w[k] * cr * Kr[k]
+    return 0
+
+
+cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
+    """F = Fp - c*(Q alpha) and Fbar from the bound part, touching only rows of non-zero alpha."""
+    cdef Py_ssize_t n = P.n, k, m_all = 0, m_bound = 0
+    cdef Py_ssize_t* idx_all = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* idx_bound = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef double* c_all = <double*> malloc(n * sizeof(double))
+    cdef double* c_bound = <double*> malloc(n * sizeof(double))
+    cdef int rc = 0
+    for k in range(n):
+        P.F[k] = P.Fp[k]
+        P.Fbar[k] = 0.0
+        P.st[k] = _status(P.alpha[k], P.lo[k], P.up[k], P.c[k])
+        if P.alpha[k] != 0.0:
+            idx_all[m_all] = k
+            c_all[m_all] = P.s[k] * P.alpha[k]
+            m_all += 1
+            # the ridge is diagonal: add it here instead of in the row loop
+            P.F[k] -= P.c[k] * P.D[k] * P.alpha[k]
+            if P.st[k] & ST_BOUND:
+                idx_bound[m_bound] = k
+                c_bound[m_bound] = P.s[k] * P.alpha[k]
+                m_bound += 1
+                P.Fbar[k] -= P.c[k] * P.D[k] * P.alpha[k]
+    rc = _add_rows(P, Kb, C, idx_all, c_all, m_all, P.F, NULL, 0)
+    if rc == 0:
+        rc = _add_rows(P, Kb, C, idx_bound, c_bound, m_bound, P.Fbar, NULL, 0)
+    free(idx_all)
+    free(idx_bound)
+    free(c_all)
+    free(c_bound)
+    return rc
+
+
+cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
+    """Recompute F on the inactive variables from Fbar and the free (hence active) variables."""
+    cdef Py_ssize_t n = P.n, k, t, m_free = 0, n_inact = 0
+    cdef unsigned char* is_act
+    cdef Py_ssize_t* free_idx
+    cdef Py_ssize_t* inact
+    cdef double* coef
+    cdef int rc = 0
+    if P.A == n:
+        return 0
+    is_act = <unsigned char*> malloc(n)
+    free_idx = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    inact = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    coef = <double*> malloc(n * sizeof(double))
+    for k in range(n):
+        is_act[k] = 0
+    for t in range(P.A):
+        k = P.act[t]
+        is_act[k] = 1
+        if not (P.st[k] & ST_BOUND):
+            free_idx[m_free] = k
+            coef[m_free] = P.s[k] * P.alpha[k]
+            m_free += 1
+    for k in range(n):
+        if not is_act[k]:
+            inact[n_inact] = k
+            n_inact += 1
+            P.F[k] = P.Fbar[k] + P.Fp[k]
+    rc = _add_rows(P, Kb, C, free_idx, coef, m_free, P.F, inact, n_inact)
+    free(is_act)
+    free(free_idx)
+    free(inact)
+    free(coef)
+    return rc
+
+
+cdef void _unshrink_list(Problem* P) noexcept nogil:
+    cdef Py_ssize_t k
+    for k in range(P.n):
+        P.act[k] = k
+    P.A = P.n
+
+
+cdef inline double _assign(Problem* P, Py_ssize_t k, double value) noexcept nogil:
+    """Set alpha_k and its status; return the change of its bound part (what Fbar must absorb)."""
+    cdef double old_part = _bound_part(P.alpha[k], P.st[k])
+    P.alpha[k] = value
+    P.st[k] = _status(value, P.lo[k], P.up[k], P.c[k])
+    return _bound_part(value, P.st[k]) - old_part
+
+
+cdef int _fbar_update(Problem* P, const floating* Kb, RowCache* C, Py_ssize_t k, double delta) noexcept nogil:
+    """Fbar -= c*(Q e_k)*delta, the bookkeeping that makes gradient reconstruction possible."""
+    cdef const floating* Kk
+    cdef Py_ssize_t m, n = P.n
+    cdef double cd
+    if delta == 0.0:
+        return 0
+    Kk = _row(Kb, C, n, k)
+    if Kk == NULL:
+        return -1
+    cd = P.s[k] * delta
+    for m in range(n):
+        P.Fbar[m] -= P.w[m] * cd * Kk[m]
+    P.Fbar[k] -= P.c[k] * P.D[k] * delta
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+# Active-row cache: rows restricted to the active set, stored contiguously.
+#
+# Once shrinking has removed most variables, a full kernel row is read with holes: the active entries
+# are spread over the whole row, so nearly every cache line is still fetched from memory.  Copying the
+# active part of the rows in use into a small LRU cache turns these reads into short contiguous ones.
+# The cache is bounded (cache_size) and rebuilt whenever the active set changes.
+# --------------------------------------------------------------------------------------------------
+ctypedef struct ACache:
+    void* data
+    Py_ssize_t capacity      # elements that fit in data
+    Py_ssize_t stride        # active size at layout time
+    Py_ssize_t n_slots
+    Py_ssize_t n_used
+    Py_ssize_t* slot_of      # row -> slot or -1 (n entries)
+    Py_ssize_t* row_of       # slot -> row (n entries)
+    Py_ssize_t* prv          # LRU list over slots, sentinel at index n
+    Py_ssize_t* nxt
+    int enabled
+
+
+cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(AC.n_used):
+        AC.slot_of[AC.row_of[t]] = -1
+    AC.n_used = 0
+    AC.stride = A if A > 0 else 1
+    AC.n_slots = AC.capacity // AC.stride
+    if AC.n_slots > n:
+        AC.n_slots = n
+    # at most three rows are held at once (two i rows in mode 2, plus j)
+    AC.enabled = A < n and AC.n_slots >= 4
+    AC.prv[n] = n
+    AC.nxt[n] = n
+
+
+cdef void _ac_compact(ACache* AC, floating* data, Py_ssize_t n, const Py_ssize_t* keep,
+                      Py_ssize_t A) noexcept nogil:
+    """Restrict every cached row to the kept positions and lay the rows out with the new stride.
+
+    Slots are processed in increasing order and keep[t] >= t, so every write lands at or before the
+    read it comes from, and never on data still to be read: the compaction is safe in place.
+    """
+    cdef Py_ssize_t s, t, old = AC.stride
+    cdef floating* src
+    cdef floating* dst
+    if not AC.enabled:
+        _ac_reset(AC, n, A)
+        return
+    for s in range(AC.n_used):
+        src = data + s * old
+        dst = data + s * A
+        for t in range(A):
+            dst[t] = src[keep[t]]
+    AC.stride = A if A > 0 else 1
+    AC.n_slots = AC.capacity // AC.stride
+    if AC.n_slots > n:
+        AC.n_slots = n
+    AC.enabled = A < n and AC.n_slots >= 4
+
+
+cdef inline void _ac_unlink(ACache* AC, Py_ssize_t s) noexcept nogil:
+    AC.nxt[AC.prv[s]] = AC.nxt[s]
+    AC.prv[AC.nxt[s]] = AC.prv[s]
+
+
+cdef inline void _ac_push(ACache* AC, Py_ssize_t n, Py_ssize_t s) noexcept nogil:
+    # most recently used sits just before the sentinel; the least recently used just after it
+    AC.prv[s] = AC.prv[n]
+    AC.nxt[s] = n
+    AC.nxt[AC.prv[n]] = s
+    AC.prv[n] = s
+
+
+cdef const floating* _ac_get(Problem* P, ACache* AC, const floating* Kb, RowCache* C,
+                            Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t n = P.n, s = AC.slot_of[i], t
+    cdef floating* d
+    cdef const floating* full
+    if s >= 0:
+        _ac_unlink(AC, s)
+        _ac_push(AC, n, s)
+        return (<floating*> AC.data) + s * AC.stride
+    full = _row(Kb, C, n, i)
+    if full == NULL:
+        return NULL
+    P.ac_miss += 1
+    if AC.n_used < AC.n_slots:
+        s = AC.n_used
+        AC.n_used += 1
+    else:
+        s = AC.nxt[n]
+        _ac_unlink(AC, s)
+        AC.slot_of[AC.row_of[s]] = -1
+    d = (<floating*> AC.data) + s * AC.stride
+    for t in range(P.A):
+        d[t] = full[P.act[t]]
+    AC.row_of[s] = i
+    AC.slot_of[i] = s
+    _ac_push(AC, n, s)
+    return d
+
+
+cdef inline bint _compact(Problem* P, ACache* AC) noexcept nogil:
+    return P.A < P.n and AC.enabled
+
+
+cdef inline bint _direct(Problem* P, ACache* AC) noexcept nogil:
+    """Whether rows from _arow are indexed by active position (else by act[position])."""
+    return P.A == P.n or AC.enabled
+
+
+cdef inline const floating* _arow(Problem* P, ACache* AC, const floating* Kb, RowCache* C,
+                                  Py_ssize_t i) noexcept nogil:
+    """Row i as the hot loops read it: compact (indexed by active position) or full (by index)."""
+    if _compact(P, AC):
+        return _ac_get(P, AC, Kb, C, i)
+    return _row(Kb, C, P.n, i)
+
+
+cdef void _extremes(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Per group: m_up = max F over I_up, m_low = min F over I_low (active set only)."""
+    cdef Py_ssize_t t, k
+    cdef int g
+    cdef double f
+    m_up[0] = m_up[1] = -INFINITY
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        k = P.act[t]
+        g = P.grp[k]
+        f = P.F[k]
+        if P.st[k] & ST_UP and f > m_up[g]:
+            m_up[g] = f
+        if P.st[k] & ST_LOW and f < m_low[g]:
+            m_low[g] = f
+
+
+cdef double _gap(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Maximal KKT violation: m - M per group for pair modes; max single violation in mode 0."""
+    cdef double g0, g1
+    if P.mode == 0:
+        g0 = m_up[0] if m_up[0] > 0 else 0.0
+        g1 = -m_low[0] if -m_low[0] > g0 else g0
+        return g1
+    g0 = m_up[0] - m_low[0]
+    g1 = m_up[1] - m_low[1]
+    if P.mode == 1:
+        g1 = -INFINITY
+    if g1 > g0:
+        g0 = g1
+    return g0 if g0 > 0 else 0.0
+
+
+cdef void _shrink(Problem* P, double* m_up, double* m_low) noexcept nogil:
+    """Drop from the active set the bound variables that cannot enter a violating working set."""
+    cdef Py_ssize_t t, k, A = 0
+    cdef int g
+    cdef unsigned char st
+    cdef double f, hi, lo_, v = _gap(P, m_up, m_low)
+    cdef bint keep
+    for t in range(P.A):
+        k = P.act[t]
+        st = P.st[k]
+        f = P.F[k]
+        g = P.grp[k]
+        if P.mode == 0:
+            # no pairing: a bound variable is safe once its gradient points outwards by more than
+            # the largest violation left
+            hi = v
+            lo_ = -v
+        else:
+            hi = m_up[g]
+            lo_ = m_low[g]
+        if (st & ST_UP) and (st & ST_LOW):
+            keep = True
+        elif st & ST_LOW:
+            keep = not (f > hi)
+        elif st & ST_UP:
+            keep = not (f < lo_)
+        else:
+            keep = False
+        if keep:
+            P.act[A] = k
+            P.keep[A] = t      # old position of the variable now at position A (for the row cache)
+            A += 1
+    P.A = A
+
+
+cdef void _sync_in(Problem* P) noexcept nogil:
+    cdef Py_ssize_t t, k
+    for t in range(P.A):
+        k = P.act[t]
+        P.wF[t] = P.F[k]
+        P.wQD[t] = P.QD[k]
+        P.ww[t] = P.w[k]
+        P.wgrp[t] = P.grp[k]
+        P.wst[t] = P.st[k]
+
+
+cdef void _sync_out(Problem* P) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(P.A):
+        P.F[P.act[t]] = P.wF[t]
+
+
+cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int* unshrunk) noexcept nogil:
+    """Periodic shrinking; the first time the gap gets within 10 tol, unshrink once (exact gradient)."""
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef Py_ssize_t A0 = P.A
+    cdef bint changed = False
+    _sync_out(P)
+    _extremes(P, m_up, m_low)
+    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.tol:
+        unshrunk[0] = 1
+        if _reconstruct(P, Kb, C) < 0:
+            return -1
+        _unshrink_list(P)
+        changed = True
+        _extremes(P, m_up, m_low)
+    _shrink(P, m_up, m_low)
+    if changed:
+        _ac_reset(AC, P.n, P.A)
+    elif P.A != A0:
+        # the new active set is a subset of the old one: compact the cached rows instead of
+        # dropping them (refetching a row from the full kernel costs a pass over scattered memory)
+        _ac_compact(AC, <floating*> AC.data, P.n, P.keep, P.A)
+    _sync_in(P)
+    return 0
+
+
+cdef void _extremes_low(Problem* P, double* m_low) noexcept nogil:
+    cdef Py_ssize_t t
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        if P.wst[t] & ST_LOW and P.wF[t] < m_low[P.wgrp[t]]:
+            m_low[P.wgrp[t]] = P.wF[t]
+
+
+cdef void _select_i(Problem* P, Py_ssize_t* ig, double* Fi) noexcept nogil:
+    """Per group, the position of the largest F over I_up (the first member of the working pair)."""
+    cdef Py_ssize_t t
+    cdef int g
+    ig[0] = ig[1] = -1
+    Fi[0] = Fi[1] = -INFINITY
+    for t in range(P.A):
+        if P.wst[t] & ST_UP:
+            g = P.wgrp[t]
+            if P.wF[t] >= Fi[g]:
+                Fi[g] = P.wF[t]
+                ig[g] = t
+
+
+cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    _sync_out(P)
+    if _reconstruct(P, Kb, C) < 0:
+        return -1
+    _unshrink_list(P)
+    _ac_reset(AC, P.n, P.n)
+    _sync_in(P)
+    return 0
+
+
+# The two mode-1 loops below are written without data-dependent branches except the rarely taken
+# "new best" one: which variables are in I_up / I_low and the sign of d are close to random, and
+# mispredicted branches, not arithmetic, dominated these loops.  Masked values become neutral
+# elements instead (+inf for a minimum, 0 for the gain).
+
+ctypedef struct JAcc:
+    double bn       # best d^2 ...
+    double bd       # ... over its quad
+    double ml       # min F over I_low
+    double neg      # most negative curvature met
+    Py_ssize_t bj   # position of the best
+
+
+cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, double qd, double kv,
+                        double qi, double Fi) noexcept nogil:
+    """One candidate of the C-SVC fast j-scan (see _select_j_one)."""
+    cdef bint low = (st & ST_LOW) != 0
+    cdef double fm = f if low else INFINITY
+    cdef double quad = qi + qd - 2.0 * kv
+    cdef double d = Fi - f
+    a.ml = fm if fm < a.ml else a.ml
+    a.neg = quad if quad < a.neg else a.neg
+    quad = quad if quad > 0 else TAU
+    d = d if (low and d > 0) else 0.0
+    if d * d * a.bd > a.bn * quad:
+        a.bn = d * d
+        a.bd = quad
+        a.bj = t
+
+
+cdef Py_ssize_t _select_j_fast(Problem* P, const floating* Kr, Py_ssize_t i, double Fi,
+                               double* m_low) noexcept nogil:
+    """_select_j_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+    cdef Py_ssize_t t, u, j = -1, A = P.A, A4 = P.A - P.A % 4
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef unsigned char* wst = P.wst
+    cdef double qi = QD[i]
+    cdef JAcc a0, a1, a2, a3
+    cdef JAcc* best
+    cdef JAcc* cand
+    a0.bn = a1.bn = a2.bn = a3.bn = 0.0
+    a0.bd = a1.bd = a2.bd = a3.bd = 1.0
+    a0.ml = a1.ml = a2.ml = a3.ml = INFINITY
+    a0.neg = a1.neg = a2.neg = a3.neg = 0.0
+    a0.bj = a1.bj = a2.bj = a3.bj = -1
+    for t in range(0, A4, 4):
+        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
+        _jstep(&a1, t + 1, F[t + 1], wst[t + 1], QD[t + 1], Kr[t + 1], qi, Fi)
+        _jstep(&a2, t + 2, F[t + 2], wst[t + 2], QD[t + 2], Kr[t + 2], qi, Fi)
+        _jstep(&a3, t + 3, F[t + 3], wst[t + 3], QD[t + 3], Kr[t + 3], qi, Fi)
+    for t in range(A4, A):
+        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
+    a0.ml = min(min(a0.ml, a1.ml), min(a2.ml, a3.ml))
+    a0.neg = min(min(a0.neg, a1.neg), min(a2.neg, a3.neg))
+    best = NULL
+    for u in range(4):
+        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
+        if cand.bj >= 0 and (best == NULL or cand.bn * best.bd > best.bn * cand.bd
+                             or (cand.bn * best.bd == best.bn * cand.bd and cand.bj < best.bj)):
+            best = cand
+    if best != NULL:
+        j = best.bj
+    if a0.neg < -1e-6 * (fabs(qi) + 1e-300):
+        P.neg_curv = 1
+    m_low[0] = a0.ml
+    m_low[1] = INFINITY
+    return j
+
+
+ctypedef struct IAcc:
+    double mx
+    Py_ssize_t mi
+
+
+cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double ki, double kj,
+                        double ci, double cj) noexcept nogil:
+    cdef double f = F[t] - (ci * ki + cj * kj)
+    cdef double v
+    F[t] = f
+    v = f if (wst[t] & ST_UP) else -INFINITY
+    if v > a.mx:
+        a.mx = v
+        a.mi = t
+
+
+cdef Py_ssize_t _update_fast(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                             double* Fi_out) noexcept nogil:
+    """_update_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+    cdef Py_ssize_t t, u, A = P.A, A4 = P.A - P.A % 4
+    cdef double* F = P.wF
+    cdef unsigned char* wst = P.wst
+    cdef IAcc a0, a1, a2, a3
+    cdef IAcc* best = NULL
+    cdef IAcc* cand
+    a0.mx = a1.mx = a2.mx = a3.mx = -INFINITY
+    a0.mi = a1.mi = a2.mi = a3.mi = -1
+    for t in range(0, A4, 4):
+        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+        _istep(&a1, t + 1, F, wst, Ki[t + 1], Kj[t + 1], ci, cj)
+        _istep(&a2, t + 2, F, wst, Ki[t + 2], Kj[t + 2], ci, cj)
+        _istep(&a3, t + 3, F, wst, Ki[t + 3], Kj[t + 3], ci, cj)
+    for t in range(A4, A):
+        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+    for u in range(4):
+        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
+        if cand.mi >= 0 and (best == NULL or cand.mx > best.mx or (cand.mx == best.mx and cand.mi < best.mi)):
+            best = cand
+    if best == NULL:
+        Fi_out[0] = -INFINITY
+        return -1
+    Fi_out[0] = best.mx
+    return best.mi
+
+
+cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
+                              double* m_low) noexcept nogil:
+    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0.
+
+    Four interleaved running bests (positions t = u mod 4) keep the compare-and-select chains
+    independent, so that the loop is bound by throughput instead of by their latency.
+    """
+    cdef Py_ssize_t t, t0, u, j = -1, A = P.A
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    cdef Py_ssize_t* act = P.act
+    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv
+    cdef double bn[4]
+    cdef double bd[4]
+    cdef double ml[4]
+    cdef double neg[4]
+    cdef Py_ssize_t bj[4]
+    cdef bint low, unit = P.unit_w
+    for u in range(4):
+        bn[u] = 0.0
+        bd[u] = 1.0
+        ml[u] = INFINITY
+        neg[u] = 0.0
+        bj[u] = -1
+    for t0 in range(0, A, 4):
+        for u in range(4):
+            t = t0 + u
+            if t < A:
+                low = (wst[t] & ST_LOW) != 0
+                f = F[t]
+                fm = f if low else INFINITY
+                ml[u] = fm if fm < ml[u] else ml[u]
+                if direct and unit:
+                    kv = 2.0 * Kr[t]
+                elif direct:
+                    kv = 2.0 * wi * w[t] * Kr[t]
+                else:
+                    kv = 2.0 * wi * w[t] * Kr[act[t]]
+                quad = qi + QD[t] - kv
+                neg[u] = quad if quad < neg[u] else neg[u]
+                quad = quad if quad > 0 else TAU
+                d = Fi - f
+                d = d if (low and d > 0) else 0.0
+                # d^2/quad > bn/bd, compared without dividing
+                if d * d * bd[u] > bn[u] * quad:
+                    bn[u] = d * d
+                    bd[u] = quad
+                    bj[u] = t
+    for u in range(1, 4):
+        if ml[u] < ml[0]:
+            ml[0] = ml[u]
+        if neg[u] < neg[0]:
+            neg[0] = neg[u]
+    for u in range(4):
+        if bj[u] >= 0 and (j < 0 or bn[u] * bd[0] > bn[0] * bd[u]
+                           or (bn[u] * bd[0] == bn[0] * bd[u] and bj[u] < j)):
+            bn[0] = bn[u]
+            bd[0] = bd[u]
+            j = bj[u]
+    if neg[0] < -1e-6 * (fabs(qi) + 1e-300):
+        P.neg_curv = 1
+    m_low[0] = ml[0]
+    m_low[1] = INFINITY
+    return j
+
+
+cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                            bint direct, double* Fi_out) noexcept nogil:
+    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up).
+
+    As in _select_j_one, four interleaved running maxima break the dependency chain.
+    """
+    cdef Py_ssize_t t, t0, u, i = -1, A = P.A, r
+    cdef double* F = P.wF
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    cdef Py_ssize_t* act = P.act
+    cdef double f, v, Fi = -INFINITY
+    cdef double mx[4]
+    cdef Py_ssize_t mi[4]
+    cdef bint unit = P.unit_w
+    for u in range(4):
+        mx[u] = -INFINITY
+        mi[u] = -1
+    for t0 in range(0, A, 4):
+        for u in range(4):
+            t = t0 + u
+            if t < A:
+                if direct and unit:
+                    f = F[t] - (ci * Ki[t] + cj * Kj[t])
+                elif direct:
+                    f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
+                else:
+                    r = act[t]
+                    f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
+                F[t] = f
+                v = f if (wst[t] & ST_UP) else -INFINITY
+                if v > mx[u]:
+                    mx[u] = v
+                    mi[u] = t
+    for u in range(4):
+        if mi[u] >= 0 and (i < 0 or mx[u] > Fi or (mx[u] == Fi and mi[u] < i)):
+            Fi = mx[u]
+            i = mi[u]
+    Fi_out[0] = Fi
+    return i
+
+
+cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3).
+
+    Loops run over active positions t (variable act[t]); i, j below are positions, io, jo variables.
+    """
+    cdef Py_ssize_t n = P.n, t, r, i, j, io, jo, counter
+    cdef Py_ssize_t ig[2]
+    cdef double Fi[2]
+    cdef double wi[2]
+    cdef double qi[2]
+    cdef double m_low[2]
+    cdef const floating* Krow[2]
+    cdef const floating* Ki
+    cdef const floating* Kj
+    cdef double f, d, dd, quad, bnum, bden, tau, room_i, room_j, ci, cj, gap, ai_new, aj_new, kij
+    cdef double dbi, dbj
+    cdef int g, unshrunk = 0, just_unshrunk = 0, have_i = 0
+    cdef bint direct
+    cdef unsigned char st
+    cdef Py_ssize_t* act = P.act
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef int* grp = P.wgrp
+    cdef unsigned char* wst = P.wst
+    # a warm start has an exact gradient near the optimum: shrink at once instead of after
+    # min(n, 1000) full-size iterations
+    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
+    while True:
+        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+            P.hit_max_iter = 1
+            break
+        if P.shrinking and not just_unshrunk:
+            counter -= 1
+            if counter == 0:
+                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
+                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
+                    return -1
+                have_i = 0
+        if not have_i:
+            _select_i(P, ig, Fi)
+        have_i = 0
+        direct = _direct(P, AC)
+        for g in range(2):
+            if ig[g] >= 0:
+                Krow[g] = _arow(P, AC, Kb, C, act[ig[g]])
+                if Krow[g] == NULL:
+                    return -1
+                wi[g] = w[ig[g]]
+                qi[g] = QD[ig[g]]
+        # ---- j: the second-order choice over I_low of the same group.  Candidates are compared
+        # as d^2/quad without dividing (bnum/bden is the best ratio so far).
+        m_low[0] = m_low[1] = INFINITY
+        bnum = 0.0
+        bden = 1.0
+        j = -1
+        if P.mode == 1:
+            if ig[0] >= 0 and direct and P.unit_w:
+                j = _select_j_fast(P, Krow[0], ig[0], Fi[0], m_low)
+            elif ig[0] >= 0:
+                j = _select_j_one(P, Krow[0], ig[0], Fi[0], direct, m_low)
+            else:
+                _extremes_low(P, m_low)
+        for t in range(P.A if P.mode == 2 else 0):
+            st = wst[t]
+            if st & ST_LOW:
+                g = grp[t]
+                f = F[t]
+                if f < m_low[g]:
+                    m_low[g] = f
+                d = Fi[g] - f
+                if d > 0:
+                    r = t if direct else act[t]
+                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Krow[g][r]
+                    if quad <= 0:
+                        if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
+                            P.neg_curv = 1
+                        quad = TAU
+                    dd = d * d
+                    if dd * bden >= bnum * quad:
+                        bnum = dd
+                        bden = quad
+                        j = t
+        gap = _gap(P, Fi, m_low)
+        if gap < P.tol or j < 0:
+            if P.A < n:
+                if _unshrink_all(P, AC, Kb, C) < 0:
+                    return -1
+                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
+                counter = 1
+                just_unshrunk = 1
+                continue
+            break
+        just_unshrunk = 0
+        # ---- the step along d_i = c_i, d_j = -c_j (keeps every equality constraint)
+        g = grp[j]
+        i = ig[g]
+        io = act[i]
+        jo = act[j]
+        kij = Krow[g][j if direct else jo]
+        quad = QD[i] + QD[j] - 2.0 * w[i] * w[j] * kij
+        if quad <= 0:
+            quad = TAU
+        tau = (F[i] - F[j]) / quad
+        room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
+        room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
+        # land exactly on the bound that limits the step so that statuses are exact
+        if tau >= room_i or tau >= room_j:
+            if room_i <= room_j:
+                tau = room_i
+                ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
+                aj_new = P.alpha[jo] - P.c[jo] * tau
+                if room_i == room_j:
+                    aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+            else:
+                tau = room_j
+                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+                ai_new = P.alpha[io] + P.c[io] * tau
+        else:
+            ai_new = P.alpha[io] + P.c[io] * tau
+            aj_new = P.alpha[jo] - P.c[jo] * tau
+        Kj = _arow(P, AC, Kb, C, jo)
+        if Kj == NULL:
+            return -1
+        Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
+        if Ki == NULL:
+            return -1
+        ci = w[i] * tau
+        cj = -w[j] * tau
+        dbi = _assign(P, io, ai_new)
+        dbj = _assign(P, jo, aj_new)
+        wst[i] = P.st[io]
+        wst[j] = P.st[jo]
+        F[i] -= P.D[io] * tau
+        F[j] += P.D[jo] * tau
+        # ---- gradient update over the active set, fused with the choice of the next i
+        ig[0] = ig[1] = -1
+        Fi[0] = Fi[1] = -INFINITY
+        if P.mode == 1 and direct and P.unit_w:
+            ig[0] = _update_fast(P, Ki, Kj, ci, cj, Fi)
+        elif P.mode == 1:
+            ig[0] = _update_one(P, Ki, Kj, ci, cj, direct, Fi)
+        elif direct and P.unit_w:
+            for t in range(P.A):
+                f = F[t] - (ci * Ki[t] + cj * Kj[t])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = t
+        elif direct:
+            for t in range(P.A):
+                f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = t
+        else:
+            for t in range(P.A):
+                r = act[t]
+                f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
+                F[t] = f
+                if wst[t] & ST_UP:
+                    g = grp[t]
+                    if f >= Fi[g]:
+                        Fi[g] = f
+                        ig[g] = t
+        have_i = 1
+        P.sum_active += P.A
+        if _fbar_update(P, Kb, C, io, dbi) < 0 or _fbar_update(P, Kb, C, jo, dbj) < 0:
+            return -1
+        P.n_iter += 1
+    return 0
+
+
+cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective.
+
+    Loops run over active positions t (variable act[t]).
+    """
+    cdef Py_ssize_t n = P.n, t, k, r, i, io, counter
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef double best, f, qd, step, gain, gap, ai_new, lim, db, ci
+    cdef const floating* Ki
+    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0, first
+    cdef bint direct
+    cdef unsigned char st
+    cdef Py_ssize_t* act = P.act
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    # a warm start has an exact gradient near the optimum: shrink at once instead of after
+    # min(n, 1000) full-size iterations
+    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
+    m_up[1] = -INFINITY
+    m_low[1] = INFINITY
+    i = -1
+    ci = 0.0
+    Ki = NULL
+    while True:
+        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+            P.hit_max_iter = 1
+            break
+        if P.shrinking and not just_unshrunk:
+            counter -= 1
+            if counter == 0:
+                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
+                if have_i:
+                    # shrinking reads F: apply the pending update of the last step first
+                    direct = _direct(P, AC)
+                    for t in range(P.A):
+                        r = t if direct else act[t]
+                        F[t] -= w[t] * ci * Ki[r]
+                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
+                    return -1
+                have_i = 0
+        direct = _direct(P, AC)
+        # one pass: apply the pending gradient update (when have_i) and choose the variable whose
+        # exact line minimisation decreases the objective most
+        first = not have_i
+        m_up[0] = -INFINITY
+        m_low[0] = INFINITY
+        best = 0.0
+        i = -1
+        for t in range(P.A):
+            if not first:
+                r = t if direct else act[t]
+                F[t] -= w[t] * ci * Ki[r]
+            st = wst[t]
+            f = F[t]
+            k = act[t]
+            if (st & ST_UP) and f > 0:
+                if f > m_up[0]:
+                    m_up[0] = f
+                lim = P.up[k] - P.alpha[k]
+            elif (st & ST_LOW) and f < 0:
+                if f < m_low[0]:
+                    m_low[0] = f
+                lim = P.lo[k] - P.alpha[k]
+            else:
+                continue
+            qd = QD[t]
+            if qd <= 0:
+                if qd < 0:
+                    P.neg_curv = 1
+                qd = TAU
+            step = f / qd
+            if fabs(step) > fabs(lim):
+                step = lim
+            gain = step * (f - 0.5 * qd * step)
+            if gain > best:
+                best = gain
+                i = t
+        have_i = 0
+        gap = _gap(P, m_up, m_low)
+        if gap < P.tol or i < 0:
+            if P.A < n:
+                if _unshrink_all(P, AC, Kb, C) < 0:
+                    return -1
+                counter = 1
+                just_unshrunk = 1
+                continue
+            break
+        just_unshrunk = 0
+        io = act[i]
+        f = F[i]
+        qd = QD[i]
+        if qd <= 0:
+            qd = TAU
+        step = f / qd
+        if f > 0:
+            lim = P.up[io] - P.alpha[io]
+            ai_new = P.up[io] if step >= lim else P.alpha[io] + step
+        else:
+            lim = P.lo[io] - P.alpha[io]
+            ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
+        step = ai_new - P.alpha[io]
+        Ki = _arow(P, AC, Kb, C, io)
+        if Ki == NULL:
+            return -1
+        db = _assign(P, io, ai_new)
+        wst[i] = P.st[io]
+        F[i] -= P.D[io] * step
+        ci = P.s[io] * step     # applied to F in the next pass
+        have_i = 1
+        P.sum_active += P.A
+        if _fbar_update(P, Kb, C, io, db) < 0:
+            return -1
+        P.n_iter += 1
+    if have_i:
+        # the last step's gradient update is still pending
+        direct = _direct(P, AC)
+        for t in range(P.A):
+            r = t if direct else act[t]
+            F[t] -= w[t] * ci * Ki[r]
+    return 0
+
+
+cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    cdef int rc
+    rc = _init_gradient(P, Kb, C)
+    if rc < 0:
+        return rc
+    _unshrink_list(P)
+    _ac_reset(AC, P.n, P.n)
+    _sync_in(P)
+    if P.mode == 0:
+        rc = _solve_single(P, AC, Kb, C)
+    else:
+        rc = _solve_pairs(P, AC, Kb, C)
+    _sync_out(P)
+    if rc < 0:
+        return rc
+    # the final gradient must be exact on every variable (objective, multipliers, KKT report)
+    rc = _reconstruct(P, Kb, C)
+    _unshrink_list(P)
+    return rc
+
+
+cdef class _Provider:
+    """Python-side owner of the row cache: the slots and the column callback."""
+
+    cdef object column
+    cdef object data
+    cdef object exc
+    cdef object fill_ref
+    cdef RowCache cache
+    cdef Py_ssize_t[::1] slot_of
+    cdef Py_ssize_t[::1] row_of
+    cdef unsigned long long[::1] stamp
+
+    def __init__(self, column, Py_ssize_t n, Py_ssize_t n_slots):
+        cdef double[:, ::1] data
+        self.column = column
+        self.exc = None
+        n_slots = max(2, min(n_slots, n))
+        self.data = np.empty((n_slots, n), dtype=np.float64)
+        data = self.data
+        self.slot_of = np.full(n, -1, dtype=np.intp)
+        self.row_of = np.full(n_slots, -1, dtype=np.intp)
+        self.stamp = np.zeros(n_slots, dtype=np.uint64)
+        self.cache.n = n
+        self.cache.n_slots = n_slots
+        self.cache.data = &data[0, 0]
+        self.cache.slot_of = &self.slot_of[0]
+        self.cache.row_of = &self.row_of[0]
+        self.cache.stamp = &self.stamp[0]
+        self.cache.clock = 0
+        self.fill_ref = self._fill   # keep the bound method alive: the cache holds a borrowed pointer
+        self.cache.fill = <PyObject*> self.fill_ref
+        self.cache.error = 0
+        self.cache.n_miss = 0
+
+    def _fill(self, Py_ssize_t i, Py_ssize_t slot):
+        out = self.data[slot]
+        try:
+            self.column(i, out)
+        except BaseException as exc:
+            self.exc = exc
+            raise
+
+    @property
+    def n_miss(self):
+        return self.cache.n_miss
+
+
+def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const double[::1] lo,
+          const double[::1] up, const double[::1] c, const double[::1] s, const double[::1] D,
+          const double[::1] QD, const int[::1] grp, int mode, double tol, long long max_iter, bint shrinking,
+          unsigned char[::1] active_cache, bint warm=False):
+    """Run the solver in place on ``alpha`` (already feasible).
+
+    ``K`` is a C-contiguous float32/float64 square matrix, or None when ``provider`` serves the rows.
+    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking
+    has started; its size bounds that cache.
+    Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter`` and ``neg_curv``.
+    """
+    cdef Py_ssize_t n = alpha.shape[0], k
+    cdef Problem P
+    cdef const double[:, ::1] K64
+    cdef const float[:, ::1] K32
+    cdef RowCache* C = NULL
+    cdef ACache AC
+    cdef int rc = 0
+    cdef Py_ssize_t elsize = 4 if (K is not None and K.dtype == np.float32) else 8
+    ac_slot_of = np.full(n, -1, dtype=np.intp)
+    ac_row_of = np.zeros(n, dtype=np.intp)
+    ac_prv = np.zeros(n + 1, dtype=np.intp)
+    ac_nxt = np.zeros(n + 1, dtype=np.intp)
+    cdef Py_ssize_t[::1] ac_slot_of_v = ac_slot_of, ac_row_of_v = ac_row_of, ac_prv_v = ac_prv
+    cdef Py_ssize_t[::1] ac_nxt_v = ac_nxt
+    AC.data = <void*> &active_cache[0]
+    # the buffer comes from numpy, aligned for doubles
+    AC.capacity = active_cache.shape[0] // elsize
+    AC.stride = 1
+    AC.n_slots = 0
+    AC.n_used = 0
+    AC.slot_of = &ac_slot_of_v[0]
+    AC.row_of = &ac_row_of_v[0]
+    AC.prv = &ac_prv_v[0]
+    AC.nxt = &ac_nxt_v[0]
+    AC.enabled = 0
+    F = np.empty(n, dtype=np.float64)
+    Fbar = np.empty(n, dtype=np.float64)
+    Fp = np.empty(n, dtype=np.float64)
+    w = np.empty(n, dtype=np.float64)
+    st = np.empty(n, dtype=np.uint8)
+    act = np.empty(n, dtype=np.intp)
+    wF = np.empty(n, dtype=np.float64)
+    wQD = np.empty(n, dtype=np.float64)
+    ww = np.empty(n, dtype=np.float64)
+    wgrp = np.empty(n, dtype=np.intc)
+    wst = np.empty(n, dtype=np.uint8)
+    keep = np.empty(n, dtype=np.intp)
+    cdef Py_ssize_t[::1] keep_v = keep
+    cdef double[::1] wF_v = wF, wQD_v = wQD, ww_v = ww
+    cdef int[::1] wgrp_v = wgrp
+    cdef unsigned char[::1] wst_v = wst
+    cdef double[::1] F_v = F, Fbar_v = Fbar, Fp_v = Fp, w_v = w
+    cdef unsigned char[::1] st_v = st
+    cdef Py_ssize_t[::1] act_v = act
+    cdef bint unit_w = True
+    for k in range(n):
+        Fp_v[k] = -c[k] * p[k]
+        w_v[k] = c[k] * s[k]
+        if w_v[k] != 1.0:
+            unit_w = False
+    P.n = n
+    P.mode = mode
+    P.alpha = &alpha[0]
+    P.F = &F_v[0]
+    P.Fbar = &Fbar_v[0]
+    P.Fp = &Fp_v[0]
+    P.QD = <double*> &QD[0]
+    P.D = <double*> &D[0]
+    P.lo = <double*> &lo[0]
+    P.up = <double*> &up[0]
+    P.c = <double*> &c[0]
+    P.s = <double*> &s[0]
+    P.w = &w_v[0]
+    P.grp = <int*> &grp[0]
+    P.st = &st_v[0]
+    P.act = &act_v[0]
+    P.wF = &wF_v[0]
+    P.wQD = &wQD_v[0]
+    P.ww = &ww_v[0]
+    P.wgrp = &wgrp_v[0]
+    P.wst = &wst_v[0]
+    P.keep = &keep_v[0]
+    P.A = n
+    P.tol = tol
+    P.max_iter = max_iter
+    P.shrinking = shrinking
+    P.warm = warm
+    P.unit_w = unit_w
+    P.n_iter = 0
+    P.sum_active = 0
+    P.ac_miss = 0
+    P.neg_curv = 0
+    P.hit_max_iter = 0
+    P.error = 0
+    if provider is not None:
+        C = &provider.cache
+        with nogil:
+            rc = _run[double](&P, &AC, <const double*> NULL, C)
+        if rc < 0:
+            if provider.exc is not None:
+                raise provider.exc
+            raise RuntimeError("the column provider failed")
+    elif K.dtype == np.float32:
+        K32 = K
+        with nogil:
+            rc = _run[float](&P, &AC, &K32[0, 0], C)
+    else:
+        K64 = K
+        with nogil:
+            rc = _run[double](&P, &AC, &K64[0, 0], C)
+    if rc < 0:
+        raise RuntimeError("SMO solver failed")
+    G = -np.asarray(c) * F
+    return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
+            "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),
+            "active_cache_misses": int(P.ac_miss)}

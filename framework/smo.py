@@ -1,0 +1,469 @@
+"""The SMO solver family: one Cython core for every inner quadratic program of the library.
+
+The general problem is
+
+    minimise  1/2 alpha' Q alpha + p' alpha
+    subject to  lower <= alpha <= upper,   optionally  y' alpha = y_sum   and/or   1' alpha = total,
+
+with ``Q = (y y') o K + diag(ridge)`` (``signed=True``) or ``Q = K + diag(ridge)``.  :func:`solve_qp`
+solves it with sequential minimal optimisation: second-order working-set selection (Fan, Chen and Lin,
+2005), shrinking with gradient reconstruction, and a warm start that only touches the kernel rows of the
+non-zero entries of the starting point.  The C-SVC, no-bias, nu and simplex forms are thin wrappers in
+:mod:`multikernel.svm`.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import threading
+import warnings
+from collections.abc import Sequence
+
+import attrs
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from multikernel._ext import _smo
+
+__all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows"]
+
+_NEG_CURVATURE_WARNING = (
+    "the kernel is not positive semi-definite (negative curvature met during SMO); the solver used "
+    "a curvature floor and returns a stationary point, which need not be the global optimum"
+)
+
+
+@attrs.define(slots=False)
+class QPResult:
+    """Outcome of :func:`solve_qp`.
+
+    Attributes
+    ----------
+    alpha : ndarray of shape (n,)
+        The solution, feasible to rounding.
+    objective : float
+        ``1/2 alpha' Q alpha + p' alpha`` at ``alpha`` (the minimised objective).
+    gradient : ndarray of shape (n,)
+        ``Q alpha + p``.
+    bias : float
+        Multiplier ``b`` of ``y' alpha = y_sum`` (0 when that constraint is absent).  For the C-SVC dual
+        this is the offset of the decision function ``f(x) = sum_i alpha_i y_i k(x, x_i) + b``.
+    rho : float
+        ``-`` the multiplier of ``1' alpha = total`` (0 when absent): on the free variables
+        ``gradient + b y - rho = 0``.
+    kkt_violation : float
+        The maximal KKT violation at ``alpha``: ``max over I_up of -c G - min over I_low of -c G`` (per
+        class, with ``c`` the sign of the equality constraint) when there are equality constraints, and
+        the largest projected-gradient entry otherwise.  The solver stops when it is below ``tol``.
+    n_iter : int
+        Number of SMO steps.
+    converged : bool
+        False when ``max_iter`` stopped the solver first.
+    stats : dict
+        Diagnostics: mean active-set size over the steps and misses of the active-row cache.
+    """
+
+    alpha: np.ndarray
+    objective: float
+    gradient: np.ndarray
+    bias: float
+    rho: float
+    kkt_violation: float
+    n_iter: int
+    converged: bool
+    stats: dict = attrs.Factory(dict)
+
+
+class KernelColumns(abc.ABC):
+    """A symmetric ``n x n`` kernel served one column at a time, for kernels never formed densely.
+
+    :func:`solve_qp` keeps the columns it uses in a bounded least-recently-used cache.
+    """
+
+    n: int
+
+    @abc.abstractmethod
+    def column(self, i: int, out: np.ndarray) -> None:
+        """Write column ``i`` (equal to row ``i``) into ``out``, a float64 array of shape (n,)."""
+
+    @abc.abstractmethod
+    def diagonal(self) -> np.ndarray:
+        """The diagonal of the kernel, shape (n,)."""
+
+
+class StackColumns(KernelColumns):
+    """Columns of ``sum_m weights[m] K_m`` computed on demand from a stack of kernels.
+
+    Parameters
+    ----------
+    kernels : ndarray of shape (M, n, n) or sequence of M arrays of shape (n, n)
+        Symmetric base kernels (float32 or float64; memory-mapped arrays work too).
+    weights : array-like of shape (M,)
+        Combination weights; kernels with a zero weight are never read.
+    """
+
+    def __init__(self, kernels: np.ndarray | Sequence[np.ndarray], weights: np.ndarray) -> None:
+        self.kernels = kernels
+        self.weights = np.asarray(weights, dtype=np.float64)
+        if self.weights.shape != (len(kernels),):
+            raise ValueError(f"expected {len(kernels)} weights, got shape {self.weights.shape}")
+        self._active = np.flatnonzero(self.weights)
+        self.n = int(kernels[0].shape[0])
+
+    def column(self, i: int, out: np.ndarray) -> None:
+        out[:] = 0.0
+        for m in self._active:
+            # row i of a symmetric C-ordered kernel is its column i, and contiguous
+            out += self.weights[m] * self.kernels[m][i]
+
+    def diagonal(self) -> np.ndarray:
+        d = np.zeros(self.n)
+        for m in self._active:
+            d += self.weights[m] * np.diagonal(self.kernels[m])
+        return d
+
+
+def as_symmetric_rows(K: np.ndarray) -> np.ndarray:
+    """A C-contiguous float32/float64 view of the symmetric matrix ``K`` whose rows are its rows.
+
+    A C-ordered array is returned as is; an F-ordered one as its transpose (the same matrix, since ``K``
+    is symmetric), so neither is copied.  Any other layout or dtype is converted (one copy).
+    """
+    K = np.asarray(K)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"the kernel must be a square matrix; got shape {K.shape}")
+    if K.dtype not in (np.float32, np.float64):
+        K = K.astype(np.float64)
+    if K.flags.c_contiguous:
+        return K
+    if K.flags.f_contiguous:
+        return K.T
+    return np.ascontiguousarray(K)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(nbytes: int) -> np.ndarray:
+    """A per-thread byte buffer of at least ``nbytes``, reused across solves.
+
+    Fresh large allocations are mapped lazily by the OS, so touching them costs page faults on every
+    solve; an outer MKL loop calls the solver many times with the same size.
+    """
+    buf = getattr(_SCRATCH, "buf", None)
+    if buf is None or buf.nbytes < max(nbytes, 8):
+        # float64 storage keeps the buffer aligned for doubles
+        buf = np.empty(max(nbytes, 8) // 8 + 1, dtype=np.float64).view(np.uint8)
+        _SCRATCH.buf = buf
+    return buf[: max(nbytes, 8)]
+
+
+def _vector(value: float | np.ndarray | None, n: int, name: str, default: float) -> np.ndarray:
+    if value is None:
+        value = default
+    out = np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)), dtype=np.float64)
+    if np.isnan(out).any():
+        raise ValueError(f"{name} contains NaN")
+    return out
+
+
+def _fill(beta: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> None:
+    """Move ``beta`` (within [lb, ub]) until ``sum(beta) = target``, in index order (sparse changes)."""
+    r = target - beta.sum()
+    if r == 0.0:
+        return
+    room = (ub - beta) if r > 0 else (beta - lb)
+    cum = np.cumsum(room)
+    # the first indices absorb the residual; everything after them is untouched
+    k = int(np.searchsorted(cum, abs(r)))
+    sign = 1.0 if r > 0 else -1.0
+    if k > 0:
+        beta[:k] += sign * room[:k]
+    if k < len(beta):
+        beta[k] += sign * (abs(r) - (cum[k - 1] if k > 0 else 0.0))
+        beta[k] = min(max(beta[k], lb[k]), ub[k])
+
+
+def _project(x0: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> np.ndarray:
+    """Euclidean projection of ``x0`` on ``{lb <= x <= ub, sum(x) = target}`` (bisection on the shift)."""
+
+    def h(lam: float) -> float:
+        return float(np.clip(x0 + lam, lb, ub).sum())
+
+    lo_lam, hi_lam = 0.0, 0.0
+    step = max(1.0, abs(target - h(0.0)))
+    if h(0.0) < target:
+        hi_lam = step
+        while h(hi_lam) < target:
+            lo_lam, hi_lam = hi_lam, 2.0 * hi_lam
+    else:
+        lo_lam = -step
+        while h(lo_lam) > target:
+            hi_lam, lo_lam = lo_lam, 2.0 * lo_lam
+    for _ in range(100):
+        mid = 0.5 * (lo_lam + hi_lam)
+        if mid in (lo_lam, hi_lam):
+            break
+        if h(mid) < target:
+            lo_lam = mid
+        else:
+            hi_lam = mid
+    x = np.clip(x0 + 0.5 * (lo_lam + hi_lam), lb, ub)
+    _fill(x, lb, ub, target)
+    return x
+
+
+def _feasible_start(alpha0: np.ndarray | None, lo: np.ndarray, up: np.ndarray, c: np.ndarray,
+                    groups: list[np.ndarray], targets: list[float]) -> np.ndarray:
+    """A feasible point: the projection of ``alpha0`` (warm start) or a sparse point (cold start).
+
+    In ``beta = c * alpha`` coordinates every equality constraint reads ``sum over a group = target``.
+    """
+    lb = np.where(c > 0, lo, -up)
+    ub = np.where(c > 0, up, -lo)
+    if alpha0 is None:
+        beta = np.clip(0.0, lb, ub)
+    else:
+        beta = np.clip(c * alpha0, lb, ub)
+    for idx, target in zip(groups, targets, strict=True):
+        b, lbg, ubg = beta[idx], lb[idx], ub[idx]
+        scale = max(1.0, abs(target), float(np.abs(b).sum()))
+        if alpha0 is not None and abs(b.sum() - target) > 1e-12 * scale:
+            b = _project(c[idx] * alpha0[idx], lbg, ubg, target)
+        else:
+            _fill(b, lbg, ubg, target)
+        beta[idx] = b
+    return c * beta
+
+
+def _check_sum(lb: np.ndarray, ub: np.ndarray, target: float, what: str) -> None:
+    low, high = float(lb.sum()), float(ub.sum())
+    slack = 1e-12 * max(1.0, abs(target), abs(low), abs(high) if math.isfinite(high) else 0.0)
+    if not (low - slack <= target <= high + slack):
+        raise ValueError(f"infeasible problem: {what} = {target:g} is impossible within the bounds, "
+                         f"which allow values in [{low:g}, {high:g}]")
+
+
+def _multiplier(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray,
+                c: np.ndarray) -> float:
+    """The equality multiplier: mean of ``F = -c G`` over free variables, else the middle of its range."""
+    free = (alpha > lo) & (alpha < up)
+    if free.any():
+        return float(F[free].mean())
+    can_up = np.where(c > 0, alpha < up, alpha > lo)
+    can_low = np.where(c > 0, alpha > lo, alpha < up)
+    m_up = float(F[can_up].max()) if can_up.any() else -math.inf
+    m_low = float(F[can_low].min()) if can_low.any() else math.inf
+    if math.isfinite(m_up) and math.isfinite(m_low):
+        return 0.5 * (m_up + m_low)
+    if math.isfinite(m_up):
+        return m_up
+    return m_low if math.isfinite(m_low) else 0.0
+
+
+def _violation(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray, c: np.ndarray,
+               paired: bool) -> float:
+    can_up = np.where(c > 0, alpha < up, alpha > lo)
+    can_low = np.where(c > 0, alpha > lo, alpha < up)
+    m_up = float(F[can_up].max()) if can_up.any() else -math.inf
+    m_low = float(F[can_low].min()) if can_low.any() else math.inf
+    if paired:
+        return max(m_up - m_low, 0.0)
+    return max(m_up, -m_low, 0.0)
+
+
+def solve_qp(
+    K: np.ndarray | KernelColumns,
+    y: np.ndarray | None = None,
+    *,
+    p: float | np.ndarray | None = None,
+    lower: float | np.ndarray = 0.0,
+    upper: float | np.ndarray = np.inf,
+    ridge: float | np.ndarray | None = None,
+    signed: bool = True,
+    y_sum: float | None = None,
+    total: float | None = None,
+    alpha0: np.ndarray | None = None,
+    tol: float = 1e-3,
+    max_iter: int = -1,
+    shrinking: bool = True,
+    cache_size: float = 200.0,
+    active_cache: float = 16.0,
+) -> QPResult:
+    """Solve a box-constrained convex QP with at most two equality constraints by SMO.
+
+    Minimise ``1/2 alpha' Q alpha + p' alpha`` subject to ``lower <= alpha <= upper`` and the optional
+    equalities ``y' alpha = y_sum`` and ``1' alpha = total``, where ``Q = (y y') o K + diag(ridge)`` when
+    ``signed`` and labels are given, else ``Q = K + diag(ridge)``.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n) or KernelColumns
+        Symmetric kernel, float32 or float64, C- or F-ordered (used in place, never copied; other
+        layouts are converted once).  Its entries must be finite.  A :class:`KernelColumns` serves
+        kernels too large to combine densely, through a row cache of ``cache_size`` megabytes.
+    y : ndarray of shape (n,), optional
+        Labels in {-1, +1}; needed when ``signed`` or ``y_sum`` is used.
+    p : float or ndarray of shape (n,), optional
+        Linear term (default 0).
+    lower, upper : float or ndarray of shape (n,)
+        Bounds; ``lower`` must be finite.  ``upper`` may be ``inf`` for variables with a positive ridge
+        or when ``total`` (with finite lower bounds) caps them.
+    ridge : float or ndarray of shape (n,), optional
+        Non-negative diagonal added to ``Q`` (for example ``1/C`` for the square hinge loss).
+    signed : bool, default=True
+        Whether ``Q`` carries the label signs ``y_i y_j``.
+    y_sum, total : float, optional
+        Right-hand sides of the equality constraints ``y' alpha`` and ``1' alpha``.  With both, working
+        pairs are taken inside one class, as in the nu-SVM solver of libsvm.
+    alpha0 : ndarray of shape (n,), optional
+        Warm start.  It is projected on the feasible set when it is not feasible.  Only the kernel rows
+        of its non-zero entries are read to build the initial gradient.
+    tol : float, default=1e-3
+        Stop when the maximal KKT violation (see :attr:`QPResult.kkt_violation`) is below ``tol``.
+    max_iter : int, default=-1
+        Maximal number of SMO steps; -1 for no limit.  Hitting it issues a ``ConvergenceWarning``.
+    shrinking : bool, default=True
+        Temporarily drop bound variables that cannot enter a working set.
+    cache_size : float, default=200
+        Megabytes of kernel rows cached for a :class:`KernelColumns` (at least two rows).
+    active_cache : float, default=16
+        Megabytes of kernel rows restricted to the active set, kept once shrinking has started (they
+        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size.
+        0 disables it.
+
+    Returns
+    -------
+    QPResult
+
+    Raises
+    ------
+    ValueError
+        For inconsistent shapes, labels outside {-1, +1}, bounds with ``lower > upper``, or an empty
+        feasible set (for example ``total`` larger than the sum of the upper bounds).
+
+    Warns
+    -----
+    RuntimeWarning
+        When negative curvature shows that ``Q`` is not positive semi-definite.
+    ConvergenceWarning
+        When ``max_iter`` is reached.
+    """
+    provider = None
+    if isinstance(K, KernelColumns):
+        n = int(K.n)
+        diag = np.asarray(K.diagonal(), dtype=np.float64)
+        provider = K
+        Kd = None
+    else:
+        Kd = as_symmetric_rows(K)
+        n = Kd.shape[0]
+        diag = np.asarray(np.diagonal(Kd), dtype=np.float64)
+    if n == 0:
+        raise ValueError("the kernel is empty")
+    if not np.isfinite(diag).all():
+        raise ValueError("the kernel has non-finite diagonal entries")
+
+    if y is not None:
+        y = np.asarray(y, dtype=np.float64).ravel()
+        if y.shape != (n,):
+            raise ValueError(f"y has shape {y.shape}; expected ({n},)")
+        if not np.isin(y, (-1.0, 1.0)).all():
+            raise ValueError("labels must be -1 or +1")
+    if y_sum is not None and y is None:
+        raise ValueError("y_sum needs labels y")
+    s = y if (signed and y is not None) else np.ones(n)
+    pv = _vector(p, n, "p", 0.0)
+    lo = _vector(lower, n, "lower", 0.0)
+    up = _vector(upper, n, "upper", math.inf)
+    D = _vector(ridge, n, "ridge", 0.0)
+    if not np.isfinite(lo).all():
+        raise ValueError("lower bounds must be finite")
+    if (lo > up).any():
+        raise ValueError("every lower bound must be <= the matching upper bound")
+    if not np.isfinite(D).all() or (D < 0).any():
+        raise ValueError("the ridge must be finite and non-negative")
+    if not np.isfinite(pv).all():
+        raise ValueError("p must be finite")
+    if not (tol > 0):
+        raise ValueError(f"tol must be positive; got {tol!r}")
+    if np.isinf(up).any():
+        # 1'alpha = total with finite lower bounds caps every variable
+        if total is None and (D[np.isinf(up)] <= 0).any():
+            raise ValueError("an infinite upper bound needs a positive ridge on that variable or the "
+                             "constraint 1'alpha = total (otherwise the problem can be unbounded)")
+
+    ones = np.ones(n)
+    if y_sum is None and total is None:
+        mode, c, grp = 0, ones, np.zeros(n, dtype=np.intc)
+        groups, targets = [], []
+    elif total is None or y_sum is None:
+        mode = 1
+        c = y if y_sum is not None else ones
+        grp = np.zeros(n, dtype=np.intc)
+        groups, targets = [np.arange(n)], [float(y_sum if y_sum is not None else total)]
+        what = "y'alpha" if y_sum is not None else "1'alpha"
+        _check_sum(np.where(c > 0, lo, -up), np.where(c > 0, up, -lo), targets[0], what)
+    else:
+        if y is None:
+            raise ValueError("two equality constraints need labels y")
+        mode, c = 2, ones
+        grp = (y < 0).astype(np.intc)
+        groups = [np.flatnonzero(y > 0), np.flatnonzero(y < 0)]
+        targets = [0.5 * (total + y_sum), 0.5 * (total - y_sum)]
+        for idx, target, name in zip(groups, targets, ("positive", "negative"), strict=True):
+            _check_sum(lo[idx], up[idx], target, f"the sum of alpha over the {name} class "
+                       f"((total {'+' if name == 'positive' else '-'} y_sum)/2)")
+
+    if alpha0 is not None:
+        alpha0 = np.asarray(alpha0, dtype=np.float64).ravel()
+        if alpha0.shape != (n,):
+            raise ValueError(f"alpha0 has shape {alpha0.shape}; expected ({n},)")
+        if not np.isfinite(alpha0).all():
+            raise ValueError("alpha0 must be finite")
+    alpha = _feasible_start(alpha0, lo, up, c, groups, targets)
+
+    QD = diag + D
+    cache = None
+    if provider is not None:
+        slots = int(cache_size * 2**20 // (8 * n))
+        cache = _smo._Provider(provider.column, n, slots)
+    # the active-row cache never needs more than a fraction of the kernel's own size
+    elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
+    active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
+    out = _smo.solve(Kd, cache, alpha, pv, lo, up, c, s, D, QD, grp, mode, float(tol), int(max_iter),
+                     bool(shrinking), _scratch(active_bytes), alpha0 is not None)
+    G = out["G"]
+    if not np.isfinite(G).all():
+        raise ValueError("the kernel or the linear term contains non-finite values")
+    if out["neg_curv"] or (QD < 0).any():
+        warnings.warn(_NEG_CURVATURE_WARNING, RuntimeWarning, stacklevel=2)
+    if out["hit_max_iter"]:
+        warnings.warn(f"SMO stopped at max_iter={max_iter} before reaching tol={tol:g}",
+                      ConvergenceWarning, stacklevel=2)
+
+    F = -c * G
+    bias = rho = 0.0
+    if mode == 1:
+        nu = _multiplier(F, alpha, lo, up, c)
+        if y_sum is not None:
+            bias = nu
+        else:
+            rho = -nu
+    elif mode == 2:
+        nus = [_multiplier(F[idx], alpha[idx], lo[idx], up[idx], c[idx]) if len(idx) else 0.0
+               for idx in groups]
+        bias = 0.5 * (nus[0] - nus[1])
+        rho = -0.5 * (nus[0] + nus[1])
+    if mode == 2:
+        viol = max(_violation(F[idx], alpha[idx], lo[idx], up[idx], c[idx], True) if len(idx) else 0.0
+                   for idx in groups)
+    else:
+        viol = _violation(F, alpha, lo, up, c, mode == 1)
+    objective = 0.5 * float(alpha @ (G + pv))
+    return QPResult(alpha=alpha, objective=objective, gradient=G, bias=float(bias), rho=float(rho),
+                    kkt_violation=float(viol), n_iter=int(out["n_iter"]),
+                    converged=not out["hit_max_iter"],
+                    stats={"mean_active": float(out["mean_active"]),
+                           "active_cache_misses": int(out["active_cache_misses"])})

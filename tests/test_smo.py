@@ -1,0 +1,405 @@
+"""The SMO solver family against independent references (cvxpy + Clarabel, scikit-learn's libsvm)."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.svm import SVC
+
+from multikernel.smo import StackColumns, solve_qp
+from multikernel.svm import (
+    solve_nu,
+    solve_simplex_ridge,
+    solve_square_hinge,
+    solve_svc,
+    solve_svc_nobias,
+)
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TOL = 1e-7
+
+
+def _problem(seed: int, n: int, d: int):
+    """Linear kernel K = Z Z' of random features (rank d, so rank-deficient when d < n) and labels."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[0], y[1] = 1.0, -1.0  # both classes
+    return rng, Z, Z @ Z.T, y
+
+
+def _reference(Z, s, D, p, lo, up, y=None, y_sum=None, total=None):
+    """min 1/2 ||Z'(s*a)||^2 + 1/2 sum D a^2 + p'a over the same feasible set, by Clarabel."""
+    a = cp.Variable(len(p))
+    obj = 0.5 * cp.sum_squares(Z.T @ cp.multiply(s, a)) + 0.5 * cp.sum(cp.multiply(D, cp.square(a))) + p @ a
+    cons = [a >= lo]
+    if np.isfinite(up).any():
+        fin = np.isfinite(up)
+        cons.append(a[np.flatnonzero(fin)] <= up[fin])
+    if y_sum is not None:
+        cons.append(y @ a == y_sum)
+    if total is not None:
+        cons.append(cp.sum(a) == total)
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    prob.solve(solver=cp.CLARABEL)
+    assert prob.status == cp.OPTIMAL
+    return prob.value
+
+
+def _objective(Z, s, D, p, a):
+    v = Z.T @ (s * a)
+    return 0.5 * v @ v + 0.5 * D @ a**2 + p @ a
+
+
+def _assert_close(ours, ref):
+    assert abs(ours - ref) <= 1e-5 * (1.0 + abs(ref)), (ours, ref)
+
+
+def _assert_feasible(a, lo, up, y=None, y_sum=None, total=None):
+    scale = 1.0 + np.abs(a).sum()
+    assert (a >= lo - 1e-12 * scale).all() and (a <= up + 1e-12 * scale).all()
+    if y_sum is not None:
+        assert abs(y @ a - y_sum) <= 1e-9 * scale
+    if total is not None:
+        assert abs(a.sum() - total) <= 1e-9 * scale
+
+
+def _kkt_gap(G, a, lo, up, c):
+    """Independent KKT check: max over I_up of -cG minus min over I_low of -cG."""
+    F = -c * G
+    can_up = np.where(c > 0, a < up, a > lo)
+    can_low = np.where(c > 0, a > lo, a < up)
+    return max(F[can_up].max(initial=-np.inf) - F[can_low].min(initial=np.inf), 0.0)
+
+
+# --------------------------------------------------------------------------------------------------
+# Every form against cvxpy + Clarabel
+# --------------------------------------------------------------------------------------------------
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
+       logC=st.floats(-2, 2), per_sample=st.booleans())
+def test_csvc_with_bias_matches_clarabel(seed, n, d, logC, per_sample):
+    rng, Z, K, y = _problem(seed, n, d)
+    C = 10**logC * (rng.uniform(0.5, 2.0, n) if per_sample else 1.0)
+    up = np.broadcast_to(C, (n,)).astype(float)
+    res = solve_qp(K, y, p=-1.0, upper=C, y_sum=0.0, tol=TOL)
+    ref = _reference(Z, y, np.zeros(n), -np.ones(n), np.zeros(n), up, y=y, y_sum=0.0)
+    _assert_close(res.objective, ref)
+    _assert_close(_objective(Z, y, np.zeros(n), -np.ones(n), res.alpha), ref)
+    _assert_feasible(res.alpha, 0.0, up, y=y, y_sum=0.0)
+    assert res.kkt_violation <= TOL
+    assert _kkt_gap(y * (K @ (res.alpha * y)) - 1.0, res.alpha, 0.0, up, y) <= 10 * TOL
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), d=st.integers(1, 6), logC=st.floats(-2, 2))
+def test_csvc_without_bias_matches_clarabel(seed, n, d, logC):
+    rng, Z, K, y = _problem(seed, max(n, 2), d)
+    n = len(y)
+    C = 10**logC
+    sol = solve_svc_nobias(K, y, C=C, tol=TOL)
+    ref = _reference(Z, y, np.zeros(n), -np.ones(n), np.zeros(n), np.full(n, C))
+    _assert_close(-sol.dual_objective, ref)
+    _assert_feasible(sol.alpha, 0.0, C)
+    assert sol.bias == 0.0
+    assert sol.primal_objective >= sol.dual_objective - 1e-9 * (1 + abs(ref))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6), slack=st.floats(1.0, 20.0))
+def test_nu_form_matches_clarabel(seed, n, d, slack):
+    rng, Z, K, y = _problem(seed, n, d)
+    # the smallest C that keeps 1'a = 1, y'a = 0 feasible, times a slack factor
+    C = slack * 0.5 / min((y > 0).sum(), (y < 0).sum())
+    sol = solve_nu(K, y, C=C, tol=TOL)
+    ref = _reference(Z, y, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, C), y=y, y_sum=0.0, total=1.0)
+    assert abs(-sol.dual_objective - ref) <= 1e-6 * (1 + abs(ref))
+    _assert_feasible(sol.alpha, 0.0, C, y=y, y_sum=0.0, total=1.0)
+    assert sol.primal_objective >= sol.dual_objective - 1e-9
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 12), d=st.integers(1, 6), signed=st.booleans(),
+       logr=st.floats(-3, 1))
+def test_simplex_with_ridge_matches_clarabel(seed, n, d, signed, logr):
+    rng, Z, K, y = _problem(seed, max(n, 2), d)
+    n = len(y)
+    ridge = 10**logr * rng.uniform(0.5, 2.0, n)
+    sol = solve_simplex_ridge(K, ridge, y=y if signed else None, tol=TOL)
+    s = y if signed else np.ones(n)
+    ref = _reference(Z, s, ridge, np.zeros(n), np.zeros(n), np.full(n, np.inf), total=1.0)
+    _assert_close(-sol.dual_objective, ref)
+    _assert_feasible(sol.alpha, 0.0, np.inf, total=1.0)
+    assert sol.primal_objective >= sol.dual_objective - 1e-9 * (1 + abs(ref))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6), logC=st.floats(-1, 2))
+def test_square_hinge_matches_clarabel(seed, n, d, logC):
+    rng, Z, K, y = _problem(seed, n, d)
+    C = 10**logC
+    sol = solve_square_hinge(K, y, C=C, tol=TOL)
+    ref = _reference(Z, y, np.full(n, 1.0 / C), -np.ones(n), np.zeros(n), np.full(n, np.inf), y=y, y_sum=0.0)
+    _assert_close(-sol.dual_objective, ref)
+    assert sol.primal_objective >= sol.dual_objective - 1e-9 * (1 + abs(ref))
+    assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(ref))
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
+       equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
+def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
+    """Random linear term, bounds (some negative, some equal), ridge and right-hand sides."""
+    rng, Z, K, y = _problem(seed, n, d)
+    p = rng.normal(size=n)
+    lo = rng.uniform(-1.0, 0.5, n)
+    up = lo + rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.9)
+    ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
+    feasible = rng.uniform(lo, up)  # right-hand sides taken from a point of the box
+    y_sum = float(y @ feasible) if equality in ("y", "both") else None
+    total = float(feasible.sum()) if equality in ("ones", "both") else None
+    res = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
+                   tol=TOL)
+    s = y if signed else np.ones(n)
+    ref = _reference(Z, s, ridge, p, lo, up, y=y, y_sum=y_sum, total=total)
+    _assert_close(res.objective, ref)
+    _assert_feasible(res.alpha, lo, up, y=y, y_sum=y_sum, total=total)
+    assert res.kkt_violation <= TOL
+
+
+# --------------------------------------------------------------------------------------------------
+# C-SVC against scikit-learn's libsvm
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("C", [0.1, 1.0, 100.0])
+@pytest.mark.parametrize("n", [40, 150])
+def test_csvc_matches_sklearn(C, n):
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n + 50, 4))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 - 1 + 0.3 * rng.normal(size=n + 50) > 0, 1.0, -1.0)
+    sq = ((X[:, None] - X[None]) ** 2).sum(-1)
+    Kall = np.exp(-sq / 4.0)
+    K, Kt, ytr = Kall[:n, :n], Kall[n:, :n], y[:n]
+    sol = solve_svc(K, ytr, C=C, tol=1e-6)
+    svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, ytr)
+    a = np.zeros(n)
+    a[svc.support_] = np.abs(svc.dual_coef_[0])
+    ref_dual = a.sum() - 0.5 * (a * ytr) @ K @ (a * ytr)
+    assert abs(sol.dual_objective - ref_dual) <= 1e-5 * (1 + abs(ref_dual))
+    assert abs(sol.bias - svc.intercept_[0]) <= 1e-3 * (1 + abs(svc.intercept_[0]))
+    for Kx in (K, Kt):
+        ours = Kx @ sol.coef + sol.bias
+        theirs = svc.decision_function(Kx)
+        clear = np.abs(theirs) > 1e-3
+        assert np.array_equal(np.sign(ours[clear]), np.sign(theirs[clear]))
+    assert sol.primal_objective >= sol.dual_objective - 1e-9
+
+
+# --------------------------------------------------------------------------------------------------
+# Degenerate cases
+# --------------------------------------------------------------------------------------------------
+def _rbf(n, seed=0, d=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1) / d)
+    return K, y
+
+
+@pytest.mark.parametrize("solver", [solve_svc, solve_nu, solve_square_hinge])
+def test_single_class_is_an_error(solver):
+    K, _ = _rbf(10)
+    with pytest.raises(ValueError, match="one class"):
+        solver(K, np.ones(10))
+
+
+def test_single_class_without_bias_is_solved():
+    K, _ = _rbf(10)
+    sol = solve_svc_nobias(K, np.ones(10), C=1.0, tol=1e-8)
+    assert (sol.alpha > 0).any()
+    assert abs(sol.primal_objective - sol.dual_objective) <= 1e-5
+
+
+def test_duplicate_points():
+    K, y = _rbf(30)
+    idx = np.r_[np.arange(30), np.arange(10)]
+    Kd, yd = K[np.ix_(idx, idx)], y[idx]
+    sol = solve_svc(Kd, yd, C=1.0, tol=1e-7)
+    ref = solve_svc(K, y, C=1.0, tol=1e-7)
+    assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(sol.dual_objective))
+    # duplicating points is duplicating their loss terms: not the same problem, but bounded by it
+    assert sol.dual_objective >= ref.dual_objective - 1e-6
+
+
+def test_rank_one_and_zero_kernels():
+    n, C = 12, 0.7
+    y = np.array([1.0, -1.0] * 6)
+    v = np.linspace(-1, 1, n)
+    sol = solve_svc(np.outer(v, v), y, C=C, tol=1e-8)
+    assert sol.primal_objective - sol.dual_objective <= 1e-5
+    zero = solve_svc(np.zeros((n, n)), y, C=C, tol=1e-8)
+    # with a zero kernel the dual is linear: sum(alpha) is maximal under y'alpha = 0
+    assert zero.dual_objective == pytest.approx(2 * C * 6)
+
+
+def test_non_psd_kernel_terminates_and_warns():
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(20, 20))
+    K = (A + A.T) / 2
+    y = np.where(rng.random(20) < 0.5, 1.0, -1.0)
+    y[:2] = [1, -1]
+    with pytest.warns(RuntimeWarning, match="positive semi-definite"):
+        sol = solve_svc(K, y, C=1.0)
+    assert np.isfinite(sol.dual_objective) and (sol.alpha >= 0).all() and (sol.alpha <= 1.0).all()
+
+
+@pytest.mark.parametrize("C", [1e-8, 1e8])
+def test_extreme_C(C):
+    K, y = _rbf(40)
+    sol = solve_svc(K, y, C=C, tol=1e-6)
+    svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, y)
+    a = np.zeros(len(y))
+    a[svc.support_] = np.abs(svc.dual_coef_[0])
+    ref = a.sum() - 0.5 * (a * y) @ K @ (a * y)
+    assert abs(sol.dual_objective - ref) <= 1e-4 * (1 + abs(ref))
+
+
+def test_infeasible_settings_raise():
+    K, y = _rbf(10)
+    with pytest.raises(ValueError, match="infeasible"):
+        solve_nu(K, y, C=1e-3)
+    with pytest.raises(ValueError, match="infeasible"):
+        solve_qp(K, p=0.0, upper=0.05, total=1.0)
+    with pytest.raises(ValueError, match="infeasible"):
+        solve_qp(K, y, p=0.0, upper=1.0, y_sum=100.0)
+
+
+def test_float32_and_fortran_order_give_the_float64_result():
+    K, y = _rbf(80)
+    ref = solve_svc(K, y, C=2.0, tol=1e-6)
+    fort = solve_svc(np.asfortranarray(K), y, C=2.0, tol=1e-6)
+    np.testing.assert_array_equal(fort.alpha, ref.alpha)
+    K32 = K.astype(np.float32)
+    low = solve_svc(K32, y, C=2.0, tol=1e-6)
+    low_f = solve_svc(np.asfortranarray(K32), y, C=2.0, tol=1e-6)
+    np.testing.assert_array_equal(low.alpha, low_f.alpha)
+    assert abs(low.dual_objective - ref.dual_objective) <= 1e-5 * abs(ref.dual_objective)
+
+
+def test_column_provider_with_tiny_cache_matches_dense():
+    K1, y = _rbf(60, seed=2)
+    K2, _ = _rbf(60, seed=3)
+    stack = np.stack([K1, K2])
+    w = np.array([0.3, 0.7])
+    dense = solve_qp(w[0] * K1 + w[1] * K2, y, p=-1.0, upper=1.0, y_sum=0.0, tol=1e-6)
+    lazy = solve_qp(StackColumns(stack, w), y, p=-1.0, upper=1.0, y_sum=0.0, tol=1e-6,
+                    cache_size=2 * 60 * 8 / 2**20)
+    assert lazy.objective == pytest.approx(dense.objective, rel=1e-10)
+    np.testing.assert_allclose(lazy.alpha, dense.alpha, atol=1e-10)
+
+
+def test_warm_start_same_optimum_fewer_iterations():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.normal(size=400) > 0, 1.0, -1.0)
+    sq = ((X[:, None] - X[None]) ** 2).sum(-1)
+    K1, K2 = np.exp(-sq / 5.0), np.exp(-sq / 10.0)
+    first = solve_svc(0.5 * K1 + 0.5 * K2, y, C=10.0, tol=1e-5)
+    Kn = 0.52 * K1 + 0.48 * K2  # the kernel drifts a little, as in an MKL outer loop
+    cold = solve_svc(Kn, y, C=10.0, tol=1e-5)
+    warm = solve_svc(Kn, y, C=10.0, alpha0=first.alpha, tol=1e-5)
+    assert warm.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
+    assert warm.n_iter < cold.n_iter
+    # an infeasible warm start is projected first and still reaches the optimum
+    bad = solve_svc(Kn, y, C=10.0, alpha0=rng.uniform(-5, 20, 400), tol=1e-5)
+    assert bad.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
+
+
+def test_deterministic_and_max_iter_warning():
+    K, y = _rbf(100)
+    a = solve_qp(K, y, p=-1.0, upper=1.0, y_sum=0.0)
+    b = solve_qp(K, y, p=-1.0, upper=1.0, y_sum=0.0)
+    np.testing.assert_array_equal(a.alpha, b.alpha)
+    with pytest.warns(ConvergenceWarning):
+        short = solve_qp(K, y, p=-1.0, upper=1.0, y_sum=0.0, max_iter=3)
+    assert not short.converged and short.n_iter == 3
+
+
+def test_shrinking_does_not_change_the_optimum():
+    K, y = _rbf(300, seed=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        on = solve_qp(K, y, p=-1.0, upper=5.0, y_sum=0.0, tol=1e-6)
+        off = solve_qp(K, y, p=-1.0, upper=5.0, y_sum=0.0, tol=1e-6, shrinking=False)
+        nob = solve_qp(K, y, p=-1.0, upper=5.0, tol=1e-6)
+        nob_off = solve_qp(K, y, p=-1.0, upper=5.0, tol=1e-6, shrinking=False)
+        nu = solve_qp(K, y, upper=0.01, y_sum=0.0, total=1.0, tol=1e-8)
+        nu_off = solve_qp(K, y, upper=0.01, y_sum=0.0, total=1.0, tol=1e-8, shrinking=False)
+        simplex = solve_qp(K, p=-np.diag(K), ridge=0.01, total=1.0, tol=1e-8)
+        simplex_off = solve_qp(K, p=-np.diag(K), ridge=0.01, total=1.0, tol=1e-8, shrinking=False)
+    assert on.objective == pytest.approx(off.objective, rel=1e-6)
+    assert nob.objective == pytest.approx(nob_off.objective, rel=1e-6)
+    assert nu.objective == pytest.approx(nu_off.objective, rel=1e-6)
+    assert simplex.objective == pytest.approx(simplex_off.objective, rel=1e-6)
+    assert max(on.kkt_violation, nob.kkt_violation) <= 1e-6
+    assert max(nu.kkt_violation, simplex.kkt_violation) <= 1e-8
+
+
+# --------------------------------------------------------------------------------------------------
+# The loss plugins and the outer loop
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["csvc", "csvc_nobias", "nu", "square_hinge"])
+def test_loss_plugins_certify_their_solve(name):
+    from multikernel.registry import get_registry
+
+    loss = get_registry().create("loss", name, C=1.0)
+    K, y = _rbf(60, seed=7)
+    sol = loss.solve(K, y, tol=1e-6)
+    gap = sol.primal_objective - sol.dual_objective
+    assert -1e-9 <= gap <= 1e-3 * (1 + abs(sol.dual_objective))
+    # the dual objective is L(alpha) - 1/2 coef'K coef, the convention of the outer loops
+    expected = loss.linear_term(sol.alpha, y) - 0.5 * sol.coef @ K @ sol.coef
+    assert sol.dual_objective == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    warm = loss.solve(K, y, alpha0=sol.alpha, tol=1e-6)
+    assert warm.n_iter <= 1 and warm.dual_objective == pytest.approx(sol.dual_objective, rel=1e-9)
+
+
+def test_block_coordinate_descent_runs_on_the_smo_inner_solver():
+    from multikernel.interfaces import MKLProblem
+    from multikernel.registry import get_registry
+    from multikernel.stack import DenseStack
+
+    reg = get_registry()
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(80, 4))
+    y = np.where(X[:, 0] + 0.3 * rng.normal(size=80) > 0, 1.0, -1.0)
+    kernels = [np.exp(-g * ((X[:, None] - X[None]) ** 2).sum(-1)) for g in (0.1, 1.0)] + [X @ X.T]
+    problem = MKLProblem(stack=DenseStack(np.stack(kernels)), y=y, loss=reg.create("loss", "csvc", C=1.0),
+                         regularizer=reg.create("regularizer", "simplex"), tol=1e-3, max_iter=200,
+                         inner_tol=1e-5)
+    result = reg.create("solver", "bcd").solve(problem)
+    assert result.converged and result.dual_gap <= 1e-3
+    assert result.weights.sum() == pytest.approx(1.0)
+
+
+def test_fortran_input_is_read_in_place_and_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from multikernel.smo import as_symmetric_rows
+
+    K, y = _rbf(120, seed=9)
+    KF = np.asfortranarray(K)
+    assert np.shares_memory(as_symmetric_rows(KF), KF)
+    assert as_symmetric_rows(K) is K
+    # the solver releases the GIL and keeps its scratch buffers per thread: concurrent solves agree
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = list(pool.map(lambda C: solve_svc(KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
+    np.testing.assert_array_equal(results[0].alpha, results[2].alpha)
+    np.testing.assert_array_equal(results[1].alpha, results[3].alpha)
+    assert results[0].alpha.max() <= 0.5 < results[1].alpha.max()
