@@ -203,34 +203,39 @@ cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t
 
 
 cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
-    """F = Fp - c*(Q alpha) and Fbar from the bound part, touching only rows of non-zero alpha."""
-    cdef Py_ssize_t n = P.n, k, m_all = 0, m_bound = 0
-    cdef Py_ssize_t* idx_all = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    """F = Fp - c*(Q alpha) and Fbar from the bound part, touching only rows of non-zero alpha.
+
+    Fbar (the bound variables' part) is built first and F starts from it, so that every kernel row
+    is read once: after a warm start most of the support is often at a bound.
+    """
+    cdef Py_ssize_t n = P.n, k, m_free = 0, m_bound = 0
+    cdef Py_ssize_t* idx_free = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     cdef Py_ssize_t* idx_bound = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef double* c_all = <double*> malloc(n * sizeof(double))
+    cdef double* c_free = <double*> malloc(n * sizeof(double))
     cdef double* c_bound = <double*> malloc(n * sizeof(double))
     cdef int rc = 0
     for k in range(n):
-        P.F[k] = P.Fp[k]
         P.Fbar[k] = 0.0
         P.st[k] = _status(P.alpha[k], P.lo[k], P.up[k], P.c[k])
-        if P.alpha[k] != 0.0:
-            idx_all[m_all] = k
-            c_all[m_all] = P.s[k] * P.alpha[k]
-            m_all += 1
+        if P.alpha[k] != 0.0 and (P.st[k] & ST_BOUND):
+            idx_bound[m_bound] = k
+            c_bound[m_bound] = P.s[k] * P.alpha[k]
+            m_bound += 1
             # the ridge is diagonal: add it here instead of in the row loop
+            P.Fbar[k] -= P.c[k] * P.D[k] * P.alpha[k]
+    rc = _add_rows(P, Kb, C, idx_bound, c_bound, m_bound, P.Fbar, NULL, 0)
+    for k in range(n):
+        P.F[k] = P.Fp[k] + P.Fbar[k]
+        if P.alpha[k] != 0.0 and not (P.st[k] & ST_BOUND):
+            idx_free[m_free] = k
+            c_free[m_free] = P.s[k] * P.alpha[k]
+            m_free += 1
             P.F[k] -= P.c[k] * P.D[k] * P.alpha[k]
-            if P.st[k] & ST_BOUND:
-                idx_bound[m_bound] = k
-                c_bound[m_bound] = P.s[k] * P.alpha[k]
-                m_bound += 1
-                P.Fbar[k] -= P.c[k] * P.D[k] * P.alpha[k]
-    rc = _add_rows(P, Kb, C, idx_all, c_all, m_all, P.F, NULL, 0)
     if rc == 0:
-        rc = _add_rows(P, Kb, C, idx_bound, c_bound, m_bound, P.Fbar, NULL, 0)
-    free(idx_all)
+        rc = _add_rows(P, Kb, C, idx_free, c_free, m_free, P.F, NULL, 0)
+    free(idx_free)
     free(idx_bound)
-    free(c_all)
+    free(c_free)
     free(c_bound)
     return rc
 
