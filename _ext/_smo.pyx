@@ -192,7 +192,7 @@ cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t
     if Kb != NULL and m * nt >= PARALLEL_MIN_WORK:
         _add_rows_parallel(P, Kb, idx, coef, m, out, targets, n_targets)
         return 0
-    if Kb != NULL and targets == NULL:
+    if Kb != NULL:
         # four rows per sweep: the output and w are read and written a quarter as often
         while r0 + 4 <= m:
             K0 = Kb + idx[r0] * n
@@ -203,8 +203,13 @@ cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t
             c1 = coef[r0 + 1]
             c2 = coef[r0 + 2]
             c3 = coef[r0 + 3]
-            for k in range(n):
-                out[k] -= P.w[k] * (c0 * K0[k] + c1 * K1[k] + c2 * K2[k] + c3 * K3[k])
+            if targets == NULL:
+                for k in range(n):
+                    out[k] -= P.w[k] * (c0 * K0[k] + c1 * K1[k] + c2 * K2[k] + c3 * K3[k])
+            else:
+                for t in range(n_targets):
+                    k = targets[t]
+                    out[k] -= P.w[k] * (c0 * K0[k] + c1 * K1[k] + c2 * K2[k] + c3 * K3[k])
             r0 += 4
     for r in range(r0, m):
         Kr = _row(Kb, C, n, idx[r])
