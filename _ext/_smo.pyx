@@ -238,6 +238,12 @@ cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept no
     cdef double* c_free = <double*> malloc(n * sizeof(double))
     cdef double* c_bound = <double*> malloc(n * sizeof(double))
     cdef int rc = 0
+    if idx_free == NULL or idx_bound == NULL or c_free == NULL or c_bound == NULL:
+        free(idx_free)
+        free(idx_bound)
+        free(c_free)
+        free(c_bound)
+        return -1
     for k in range(n):
         P.Fbar[k] = 0.0
         P.st[k] = _status(P.alpha[k], P.lo[k], P.up[k], P.c[k])
@@ -278,6 +284,12 @@ cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogi
     free_idx = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     inact = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     coef = <double*> malloc(n * sizeof(double))
+    if is_act == NULL or free_idx == NULL or inact == NULL or coef == NULL:
+        free(is_act)
+        free(free_idx)
+        free(inact)
+        free(coef)
+        return -1
     for k in range(n):
         is_act[k] = 0
     for t in range(P.A):
@@ -1303,7 +1315,7 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
         with nogil:
             rc = _run[double](&P, &AC, &K64[0, 0], C)
     if rc < 0:
-        raise RuntimeError("SMO solver failed")
+        raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
     G = -np.asarray(c) * F
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
             "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),
