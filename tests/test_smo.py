@@ -171,6 +171,11 @@ def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
     _assert_close(res.objective, ref)
     _assert_feasible(res.alpha, lo, up, y=y, y_sum=y_sum, total=total)
     assert res.kkt_violation <= TOL
+    # a warm start anywhere (infeasible too) is projected and reaches the same optimum
+    warm = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
+                    tol=TOL, alpha0=rng.normal(size=n) * 3)
+    _assert_close(warm.objective, ref)
+    _assert_feasible(warm.alpha, lo, up, y=y, y_sum=y_sum, total=total)
 
 
 # --------------------------------------------------------------------------------------------------
