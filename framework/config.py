@@ -300,8 +300,8 @@ def _check_kernels(kernels: KernelsConfig) -> None:
         raise ConfigError("give a kernel 'family' or a non-empty list of [[kernels.builders]]", "kernels")
 
 
-def load_config(path: str | Path) -> RunConfig:
-    """Read and validate a TOML configuration file."""
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; a missing, unreadable or malformed file is a :class:`ConfigError`."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -310,10 +310,14 @@ def load_config(path: str | Path) -> RunConfig:
     except OSError as exc:
         raise ConfigError(f"cannot read configuration file {str(path)!r}: {exc}") from exc
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    return config_from_dict(data)
+
+
+def load_config(path: str | Path) -> RunConfig:
+    """Read and validate a TOML configuration file."""
+    return config_from_dict(read_toml(path))
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import operator
 import re
-import sys
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -27,14 +26,10 @@ from multikernel.config import (
     _check_kernels,
     _drop_none,
     _structure,
+    read_toml,
 )
 from multikernel.datasets import BUILTIN_LOADERS, GENERATORS
 from multikernel.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 __all__ = [
     "ExperimentConfig",
@@ -346,17 +341,7 @@ def _check_figures(config: ExperimentConfig) -> None:
 def load_experiment_config(path: str | Path) -> ExperimentConfig:
     """Read and validate an experiment TOML file; relative paths in it are relative to its folder."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"configuration file {str(path)!r} does not exist") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read configuration file {str(path)!r}: {exc}") from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
-    return experiment_config_from_dict(data, base_dir=path.resolve().parent)
+    return experiment_config_from_dict(read_toml(path), base_dir=path.resolve().parent)
 
 
 def experiment_config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
