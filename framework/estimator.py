@@ -59,6 +59,12 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     stopping : {"gap", "relative_change"}, default="gap"
     kernel_dtype : {"float64", "float32"}, default="float64"
         Storage precision of the kernel stack.
+    kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
+        Storage of the kernel stack: in memory, memory-mapped on disk, or recomputed from the features by
+        blocks (for stacks that do not fit in memory); ``"auto"`` picks the first that fits the budget.
+    memory_budget : int or str, optional
+        Bytes (or a string such as ``"4GB"``) the stack may use; the dense backend refuses a stack over
+        the budget before allocating it, naming the alternatives. Default: the available memory.
     multiclass : {"ovr", "shared"}, default="ovr"
         With more than two classes: ``"ovr"`` learns one-vs-rest problems each with its own kernel weights;
         ``"shared"`` learns one set of weights for all one-vs-rest problems, their objectives summed.
@@ -107,6 +113,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         inner_tol: float = 1e-3,
         stopping: str = "gap",
         kernel_dtype: str = "float64",
+        kernel_backend: str = "dense",
+        memory_budget: int | str | None = None,
         multiclass: str = "ovr",
         n_jobs: int | None = None,
         verbose: int = 0,
@@ -125,6 +133,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self.inner_tol = inner_tol
         self.stopping = stopping
         self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
         self.multiclass = multiclass
         self.n_jobs = n_jobs
         self.verbose = verbose
@@ -194,7 +204,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, dtype=np.float64)
             X = self._fit_standardize(X)
             builders = self._builders(X.shape[1])
-            self.kernel_set_ = KernelSet(builders, normalize=self.normalize, dtype=self.kernel_dtype)
+            self.kernel_set_ = KernelSet(builders, normalize=self.normalize, dtype=self.kernel_dtype,
+                                         backend=self.kernel_backend, memory_budget=self.memory_budget)
             stack = self.kernel_set_.fit_stack(X)
             self.kernel_names_ = self.kernel_set_.describe()
         check_classification_targets(y)

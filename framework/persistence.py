@@ -87,7 +87,8 @@ def save_model(est: Any, path: str | Path) -> None:
                                  f"(entry-point group 'multikernel') so that saved models can name it")
             builders.append({"name": b.name, "params": _jsonable(b.get_params(deep=False)),
                              "state": _store_state(arrays, f"builder{i}", _fitted_state(b))})
-        meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "builders": builders,
+        meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
+                              "memory_budget": ks.memory_budget, "builders": builders,
                               "state": _store_state(arrays, "kernelset", _fitted_state(ks))}
     arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
     path = Path(path)
@@ -178,7 +179,8 @@ def load_model(path: str | Path) -> Any:
             setattr(est, key, _scalar_or_array(data[name]))
         est.kernel_names_ = meta["kernel_names"]
         if ks_meta is not None:
-            ks = KernelSet(builders, normalize=ks_meta["normalize"], dtype=ks_meta["dtype"])
+            ks = KernelSet(builders, normalize=ks_meta["normalize"], dtype=ks_meta["dtype"],
+                           backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"))
             _restore_state(ks, data, "kernelset", ks_meta["state"])
             est.kernel_set_ = ks
         else:

@@ -74,7 +74,8 @@ def build_estimator(config: RunConfig, model: ModelConfig, n_features: int, inde
         regularizer=_part(model.regularizer, "regularizer", f"{path}.regularizer"),
         solver=_part(model.solver, "solver", f"{path}.solver"),
         tol=config.solver.tol, max_iter=config.solver.max_iter, inner_tol=config.solver.inner_tol,
-        stopping=config.solver.stopping, kernel_dtype=kc.dtype, n_jobs=config.evaluation.n_jobs,
+        stopping=config.solver.stopping, kernel_dtype=kc.dtype, kernel_backend=kc.backend,
+        memory_budget=kc.memory_budget, n_jobs=config.evaluation.n_jobs,
     )
 
 

@@ -135,3 +135,21 @@ def test_shared_weights_multiclass():
     avg_shared = MKLClassifier(method="average", multiclass="shared", **exact).fit(X, y)
     np.testing.assert_allclose(avg_shared.decision_function(X), avg_ovr.decision_function(X), atol=1e-5)
     assert avg_shared.objective_ == pytest.approx(avg_ovr.objective_.sum(), rel=1e-7)
+
+
+def test_storage_backends_give_the_same_model(cancer, tmp_path):
+    X, y = cancer
+    kw = dict(kernels="rbf_poly", method="sm1mkl", max_iter=50, tol=1e-3)
+    dense = MKLClassifier(**kw).fit(X, y)
+    for backend in ("memmap", "lazy"):
+        other = MKLClassifier(kernel_backend=backend, **kw).fit(X, y)
+        np.testing.assert_allclose(other.weights_, dense.weights_, atol=1e-6)
+        np.testing.assert_allclose(other.decision_function(X), dense.decision_function(X), atol=1e-5)
+
+
+def test_memory_budget_is_checked_before_allocating(cancer):
+    from multikernel.errors import MemoryBudgetError
+
+    X, y = cancer
+    with pytest.raises(MemoryBudgetError, match="lazy"):
+        MKLClassifier(kernels="simplemkl", memory_budget="1MB").fit(X, y)
