@@ -10,7 +10,7 @@ from _mkl_testing import random_problem, reference_value, solve_mkl
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.interfaces import MKLProblem
-from multikernel.plugins.losses import CSVCLoss
+from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
 from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, LpBall, Simplex, SimplexL2, Uniform
 from multikernel.plugins.solvers import LevelMethod, ReducedGradient, _Bundle
 from multikernel.registry import get_registry
@@ -37,6 +37,23 @@ def test_optimum_equals_the_cvxpy_reference(reg, seed):
     if isinstance(reg, BoxSimplex):
         assert res.weights.max() <= reg.cap(5) + 1e-12
     assert res.n_iter == len(res.history)
+
+
+@pytest.mark.parametrize("loss", [CSVCNoBiasLoss(C=1.0), NuLoss(C=0.1), SquareHingeLoss(C=1.0)],
+                         ids=lambda loss: loss.name)
+def test_every_loss_agrees_with_simplemkl(loss):
+    # alpha_bar certifies for every loss: their domains are convex, L concave and coef = alpha * y linear.
+    Ks, y = random_problem(7, n=25, M=5)
+    results = []
+    for solver in (LevelMethod(), ReducedGradient()):
+        problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=loss, regularizer=Simplex(), tol=1e-6,
+                             inner_tol=1e-9, max_iter=3000)
+        res = solver.solve(problem)
+        assert res.converged and res.dual_gap <= 1e-6
+        results.append(res)
+    level, simplemkl = results
+    assert level.objective == pytest.approx(simplemkl.objective, rel=2e-6)
+    assert level.lower_bound <= simplemkl.objective and simplemkl.lower_bound <= level.objective
 
 
 def test_fewer_svm_solves_than_simplemkl():
