@@ -181,7 +181,8 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for label, solver in [("reduced gradient (SimpleMKL, `l1mkl`)", "reduced_gradient"),
                           ("closed-form update (block coordinate descent)", "bcd"),
-                          ("projected gradient", "projected_gradient")]:
+                          ("projected gradient", "projected_gradient"),
+                          ("level method (cutting planes + level-set projection)", "level")]:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -1,6 +1,7 @@
-"""Built-in outer solvers: block coordinate descent, projected gradient and reduced gradient (SimpleMKL).
+"""Built-in outer solvers: block coordinate descent, projected gradient, reduced gradient (SimpleMKL) and
+the level method.
 
-All three minimise ``F(mu) = Omega(mu) + J(mu)`` over the regularizer's domain, with
+All of them minimise ``F(mu) = Omega(mu) + J(mu)`` over the regularizer's domain, with
 ``J(mu) = max_alpha L(alpha) - 1/2 sum_m mu_m q_m(alpha)``.  By Danskin's theorem the gradient is
 ``dF/dmu_m = -q_m(alpha*)/2 + dOmega/dmu_m`` at the inner optimum ``alpha*``.  Every solver records its
 iterates in :class:`multikernel.outer.OuterLoop`, which owns the bounds, the certified duality gap and the
@@ -9,13 +10,18 @@ stopping rule, and every inner solve starts from the previous ``alpha``.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
+from scipy.optimize import linprog, minimize
+from threadpoolctl import ThreadpoolController
 
 from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Solver
+from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
 from multikernel.outer import OuterLoop
 
-__all__ = ["BlockCoordinateDescent", "ProjectedGradient", "ReducedGradient"]
+__all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
 
 def _start(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
@@ -312,6 +318,244 @@ class ReducedGradient(Solver):
         return (mu, sol, q, F) if improved else None
 
 
+
+class LevelMethod(Solver):
+    """The level method for MKL: Xu, Jin, King and Lyu, "An Extended Level Method for Efficient Multiple
+    Kernel Learning", NIPS 2008.
+
+    Every inner solve at ``mu_i`` gives a feasible ``alpha_i`` and with it the linear minorant (cut)
+    ``h_i(mu) = L(alpha_i) - 1/2 q(alpha_i)'mu <= J(mu)``, valid for every ``mu`` however loosely the SVM was
+    solved.  The cutting-plane model ``max_i h_i`` is minimised over the domain by an LP (HiGHS, through
+    ``scipy.optimize.linprog``); the next iterate is the Euclidean projection of the current one onto the
+    level set ``{mu in D: h_i(mu) <= level for all i}``, ``level = lower + lambda (upper - lower)``.  The
+    projection keeps the iterates stable, which is what the plain cutting-plane method (SILP) lacks.
+
+    Certified lower bound: the LP's multipliers ``lam`` (on the simplex of the cuts) give the convex
+    combination ``alpha_bar = sum_i lam_i alpha_i``, which is feasible for the inner problem.  Because
+    ``L`` is concave and each ``q_m`` convex, ``L(alpha_bar) - max_{nu in D} nu'q(alpha_bar)/2`` is at least
+    the model minimum, and it is offered to the :class:`~multikernel.outer.OuterLoop` like any other
+    ``alpha``, so the stopping rule relies on the loop's own certified bounds and never on the LP's
+    arithmetic.  ``alpha_bar`` also gives a cut (the aggregate cut), which dominates the combination of
+    the cuts it summarises; it is added to the model, so cuts that have stopped being active can be dropped
+    without losing the model minimum.
+
+    The projection, ``min ||mu - mu_i||^2`` over ``{mu in D, q_j'mu >= 2 (L_j - level)}``, is solved through
+    its dual over the cut multipliers ``nu >= 0``: ``mu(nu) = Pi_D(mu_i + sum_j nu_j q_j)`` with the
+    regularizer's Euclidean projection, and the concave dual function has the gradient ``b - Q mu(nu)``, so
+    L-BFGS-B on a handful of bounded variables solves it (a dense QP over ``M`` weights is avoided).  An
+    inexact dual solution still yields a point of ``D``; only the level constraints are then approximate.
+
+    Every SVM solve is warm-started from the previous ``alpha``.  Works for the pure-constraint polyhedral
+    domains: ``simplex`` (L1-MKL), ``box_simplex`` (SM1MKL) and ``uniform``; penalised regularizers would
+    need the penalty inside the model and the other domains are not polyhedral.
+
+    Parameters
+    ----------
+    level : float, default=0.3
+        ``lambda`` in ``(0, 1)``: where the level lies between the lower and upper bounds.  Small values
+        take long steps (towards the model minimum, as SILP does); values near 1 stay close to the current
+        iterate.
+    max_cuts : int, default=200
+        The most cuts kept.  Beyond it the oldest cuts inactive in the last LP are dropped (the aggregate
+        cut keeps their information).
+    """
+
+    name = "level"
+
+    def __init__(self, level: float = 0.3, max_cuts: int = 200) -> None:
+        self.level = level
+        self.max_cuts = max_cuts
+
+    def solve(self, problem: MKLProblem) -> MKLResult:
+        if not (0.0 < self.level < 1.0 and self.max_cuts >= 2):
+            raise ValueError("level needs 0 < level < 1 and max_cuts >= 2")
+        stack, y, loss = problem.stack, problem.y, problem.loss
+        cap = _polyhedral_cap(problem.regularizer, stack.n_kernels)
+        project = problem.regularizer.project
+        mu, alpha = _start(problem)
+        loop = OuterLoop(problem)
+        bundle = _Bundle(self.max_cuts)
+        blas = ThreadpoolController()
+        pending = None  # the aggregate cut of the last LP, added with the next cut
+        converged = interrupted = False
+        reason = None
+        try:
+            for _ in range(problem.max_iter):
+                sol = loss.solve(stack.combine(mu), y, alpha0=alpha, tol=loop.inner_tol)
+                alpha = sol.alpha
+                q = stack.quad_forms(sol.coef)
+                if pending is not None:
+                    bundle.add(*pending)
+                bundle.add(loss.linear_term(sol.alpha, y), q, sol.alpha, sol.coef)
+                model = bundle.model_minimum(cap)
+                pending = None if model is None else self._aggregate(problem, loop, bundle, mu, model[1])
+                if loop.record(mu, sol, q):
+                    converged = True
+                    break
+                # The level set is not empty: the level is at least the minimum of this very model (the
+                # pending aggregate cut is not in it yet, so the LP value is the bundle's minimum).
+                lower = loop.lower if model is None else max(loop.lower, model[0])
+                target = lower + self.level * (loop.upper - lower)
+                fallback = None if model is None else model[2]
+                # L-BFGS-B works on a few dozen multipliers: its BLAS calls are tiny, and BLAS threads
+                # waiting for busy cores made each call cost milliseconds in the benchmark.
+                with blas.limit(limits=1, user_api="blas"):
+                    new = bundle.project(mu, target, project, fallback)
+                if np.max(np.abs(new - mu)) <= 1e-12:
+                    # The level set holds the current point: its cut lies above the level only by the inner
+                    # solver's error, so only a tighter inner solve can make progress.
+                    if loop.inner_tol <= 1e-9:
+                        converged = loop.met
+                        reason = "the level set holds the current weights at the finest inner tolerance"
+                        break
+                    loop.inner_tol = max(0.1 * loop.inner_tol, 1e-9)
+                mu = new
+        except KeyboardInterrupt:
+            interrupted = True
+        return loop.result(converged, interrupted, reason)
+
+    @staticmethod
+    def _aggregate(problem: MKLProblem, loop: OuterLoop, bundle: _Bundle, mu: np.ndarray,
+                   lam: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Offer ``alpha_bar = sum lam_i alpha_i`` to the loop (a lower bound only); return its cut."""
+        if np.count_nonzero(lam) < 2:
+            return None  # one active cut: alpha_bar is that cut's alpha, already offered
+        alpha_bar, coef_bar = lam @ bundle.alphas, lam @ bundle.coefs
+        q_bar = problem.stack.quad_forms(coef_bar)
+        # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
+        aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
+                                  primal_objective=math.inf)
+        loop.offer(mu, aggregate, q_bar)
+        return problem.loss.linear_term(alpha_bar, problem.y), q_bar, alpha_bar, coef_bar
+
+
+def _polyhedral_cap(reg: Regularizer, n_kernels: int) -> float:
+    """The upper bound of every weight for the domains ``{sum mu = 1, 0 <= mu <= cap}``; else ValueError."""
+    domain = getattr(reg, "domain", None)
+    if type(reg).penalty is not Regularizer.penalty:
+        raise ValueError(f"the level method needs a regularizer without penalty; {reg.name!r} has one. "
+                         f"Use 'projected_gradient' or 'bcd'")
+    reg.check(n_kernels)
+    if domain == "simplex":
+        return 1.0
+    if domain == "box_simplex":
+        return float(reg.cap(n_kernels))
+    if domain == "point":
+        return 1.0 / n_kernels
+    raise ValueError(f"the level method needs a polyhedral domain (simplex, box_simplex, uniform); "
+                     f"{reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
+
+
+class _Bundle:
+    """The cuts ``h_j(mu) = L_j - 1/2 q_j'mu`` of ``J`` with the ``alpha``/``coef`` that made them.
+
+    Also keeps the last LP multipliers (to choose the cuts to drop) and the last projection's dual
+    solution (to warm-start the next projection).
+    """
+
+    def __init__(self, max_cuts: int) -> None:
+        self.max_cuts = max_cuts
+        self.L = np.zeros(0)
+        self.Q: np.ndarray | None = None
+        self.alphas: np.ndarray | None = None
+        self.coefs: np.ndarray | None = None
+        self.age = np.zeros(0, dtype=np.int64)
+        self.active = np.zeros(0, dtype=bool)
+        self.nu = np.zeros(0)
+        self._count = 0
+
+    def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray) -> None:
+        if self.Q is None:
+            self.Q, self.alphas, self.coefs = q[None, :].copy(), alpha[None, :].copy(), coef[None, :].copy()
+        else:
+            self.Q = np.vstack([self.Q, q])
+            self.alphas = np.vstack([self.alphas, alpha])
+            self.coefs = np.vstack([self.coefs, coef])
+        self.L = np.append(self.L, L)
+        self.age = np.append(self.age, self._count)
+        self.active = np.append(self.active, True)
+        self.nu = np.append(self.nu, 0.0)
+        self._count += 1
+        if len(self.L) > self.max_cuts:
+            self._prune()
+
+    def _prune(self) -> None:
+        """Drop the oldest inactive cuts (or, if all are active, the oldest ones) down to ``max_cuts``."""
+        excess = len(self.L) - self.max_cuts
+        order = np.lexsort((self.age, self.active))  # inactive first, oldest first
+        keep = np.ones(len(self.L), dtype=bool)
+        keep[order[:excess]] = False
+        keep[-1] = True  # never the newest cut
+        self.L, self.Q, self.alphas, self.coefs = self.L[keep], self.Q[keep], self.alphas[keep], self.coefs[keep]
+        self.age, self.active, self.nu = self.age[keep], self.active[keep], self.nu[keep]
+
+    def model_minimum(self, cap: float) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """``min_{mu in D} max_j h_j(mu)`` by HiGHS: its value, the cuts' multipliers and the minimiser.
+
+        ``None`` if HiGHS fails.
+
+        Variables ``(mu, t)``: minimise ``t`` subject to ``L_j - 1/2 q_j'mu <= t``, ``sum mu = 1`` and
+        ``0 <= mu <= cap``.  The multipliers of the cut rows sum to 1 (the coefficient of ``t``).
+        """
+        k, M = self.Q.shape
+        c = np.zeros(M + 1)
+        c[-1] = 1.0
+        A_ub = np.hstack([-0.5 * self.Q, -np.ones((k, 1))])
+        A_eq = np.ones((1, M + 1))
+        A_eq[0, -1] = 0.0
+        bounds = [(0.0, cap)] * M + [(None, None)]
+        res = linprog(c, A_ub=A_ub, b_ub=-self.L, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs")
+        if res.status != 0:
+            return None
+        lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+        total = lam.sum()
+        if not total > 0:
+            return None
+        lam /= total
+        self.active = lam > 0
+        return float(res.fun), lam, np.asarray(res.x[:M], dtype=np.float64)
+
+    def project(self, center: np.ndarray, level: float, project: Callable[[np.ndarray], np.ndarray],
+                fallback: np.ndarray | None) -> np.ndarray:
+        """``argmin ||mu - center||^2`` over ``{mu in D: h_j(mu) <= level}``, by L-BFGS-B on the dual.
+
+        The constraints are ``q_j'mu >= 2 (L_j - level)``.  Every domain here has ``sum mu = 1``, so the mean
+        of each ``q_j`` is moved to the right-hand side: near the optimum the cuts are nearly constant
+        vectors (every selected kernel has the same ``q_m``), and a constant row would ask the dual for
+        huge multipliers along a direction the domain cannot move in.  Rows are then scaled to unit norm
+        (the multipliers have the scale of the weights).  The dual
+        ``g(nu) = 1/2 ||mu(nu) - center||^2 + nu'(b - A mu(nu))``, ``mu(nu) = Pi_D(center + A'nu)``, is
+        concave with gradient ``b - A mu(nu)``.  Should the dual solve fail numerically, ``fallback`` (the
+        LP minimiser of the model, which lies in the level set) is returned.
+        """
+        means = self.Q.mean(axis=1)
+        A = self.Q - means[:, None]
+        norms = np.linalg.norm(A, axis=1)
+        norms[norms == 0] = 1.0
+        A /= norms[:, None]
+        b = (2.0 * (self.L - level) - means) / norms
+        if np.all(A @ center >= b):
+            return center.copy()
+
+        def negative_dual(nu: np.ndarray) -> tuple[float, np.ndarray]:
+            mu = np.asarray(project(center + A.T @ nu), dtype=np.float64)
+            d = mu - center
+            slack = b - A @ mu
+            return -(0.5 * float(d @ d) + float(nu @ slack)), -slack
+
+        try:
+            res = minimize(negative_dual, self.nu, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * len(b),
+                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12})
+            mu = np.asarray(project(center + A.T @ res.x), dtype=np.float64)
+        except (ValueError, IndexError, FloatingPointError):
+            mu = None
+        if mu is None or not np.all(np.isfinite(mu)):
+            self.nu = np.zeros(len(b))
+            return center.copy() if fallback is None else fallback.copy()
+        self.nu = res.x
+        return mu
+
+
 @hookimpl
 def multikernel_solvers() -> dict[str, type[Solver]]:
-    return {cls.name: cls for cls in (BlockCoordinateDescent, ProjectedGradient, ReducedGradient)}
+    return {cls.name: cls for cls in (BlockCoordinateDescent, ProjectedGradient, ReducedGradient, LevelMethod)}

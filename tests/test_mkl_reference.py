@@ -26,7 +26,7 @@ from multikernel.plugins.regularizers import (
     SimplexPower,
     Uniform,
 )
-from multikernel.plugins.solvers import BlockCoordinateDescent, ProjectedGradient, ReducedGradient
+from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
 REFERENCE = settings(max_examples=3, deadline=None, derandomize=True)
 
@@ -35,8 +35,10 @@ CASES = [
     (Simplex(), BlockCoordinateDescent()),
     (Simplex(), ProjectedGradient()),
     (Simplex(), ReducedGradient()),
+    (Simplex(), LevelMethod()),
     (BoxSimplex(nu=0.5), BlockCoordinateDescent()),
     (BoxSimplex(nu=0.7), ProjectedGradient()),
+    (BoxSimplex(nu=0.6), LevelMethod()),
     (SimplexL2(theta=0.5), ProjectedGradient()),
     (SimplexL2(theta=2.0), BlockCoordinateDescent()),
     (SimplexL2(theta=0.5), ReducedGradient()),

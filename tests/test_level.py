@@ -1,0 +1,214 @@
+"""The level method (Xu, Jin, King and Lyu 2008): optimum, certified bounds, warm starts, interruption, and
+its two subproblems (the cutting-plane LP and the level-set projection) against cvxpy."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from _mkl_testing import random_problem, reference_value, solve_mkl
+from sklearn.exceptions import ConvergenceWarning
+
+from multikernel.interfaces import MKLProblem
+from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
+from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, LpBall, Simplex, SimplexL2, Uniform
+from multikernel.plugins.solvers import LevelMethod, ReducedGradient, _Bundle
+from multikernel.registry import get_registry
+from multikernel.stack import DenseStack
+
+
+def test_registered_by_name():
+    assert "level" in get_registry().names("solver")
+    assert get_registry().create("solver", "level", level=0.5).level == 0.5
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("reg", [Simplex(), BoxSimplex(nu=0.5), BoxSimplex(theta=0.3)], ids=lambda r: r.name)
+def test_optimum_equals_the_cvxpy_reference(reg, seed):
+    Ks, y = random_problem(seed, n=25, M=5)
+    C = (0.3, 1.0, 10.0)[seed]
+    ref = reference_value(Ks, y, reg, C=C)
+    res = solve_mkl(Ks, y, reg, LevelMethod(), C=C, tol=1e-6)
+    assert res.converged and res.dual_gap <= 1e-6
+    assert res.lower_bound <= ref + 1e-7 * abs(ref)
+    assert res.objective >= ref - 1e-7 * abs(ref)
+    assert res.objective == pytest.approx(ref, rel=1e-5)
+    assert res.weights.sum() == pytest.approx(1.0) and np.all(res.weights >= 0)
+    if isinstance(reg, BoxSimplex):
+        assert res.weights.max() <= reg.cap(5) + 1e-12
+    assert res.n_iter == len(res.history)
+
+
+@pytest.mark.parametrize("loss", [CSVCNoBiasLoss(C=1.0), NuLoss(C=0.1), SquareHingeLoss(C=1.0)],
+                         ids=lambda loss: loss.name)
+def test_every_loss_agrees_with_simplemkl(loss):
+    # alpha_bar certifies for every loss: their domains are convex, L concave and coef = alpha * y linear.
+    Ks, y = random_problem(7, n=25, M=5)
+    results = []
+    for solver in (LevelMethod(), ReducedGradient()):
+        problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=loss, regularizer=Simplex(), tol=1e-6,
+                             inner_tol=1e-9, max_iter=3000)
+        res = solver.solve(problem)
+        assert res.converged and res.dual_gap <= 1e-6
+        results.append(res)
+    level, simplemkl = results
+    assert level.objective == pytest.approx(simplemkl.objective, rel=2e-6)
+    assert level.lower_bound <= simplemkl.objective and simplemkl.lower_bound <= level.objective
+
+
+def test_fewer_svm_solves_than_simplemkl():
+    # The point of the method: every past subgradient is kept, so far fewer SVM solves reach the gap.
+    Ks, y = random_problem(5, n=30, M=8)
+    calls = {"level": 0, "reduced_gradient": 0}
+
+    for solver in (LevelMethod(), ReducedGradient()):
+        class CountingLoss(CSVCLoss):
+            def solve(self, K, y, alpha0=None, tol=1e-3, _name=solver.name):
+                calls[_name] += 1
+                return super().solve(K, y, alpha0=alpha0, tol=tol)
+
+        problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CountingLoss(C=10.0), regularizer=Simplex(),
+                             tol=1e-4, inner_tol=1e-8, max_iter=1000)
+        assert solver.solve(problem).converged
+    assert calls["level"] < calls["reduced_gradient"]
+
+
+def test_the_aggregated_alpha_certifies_more_than_any_single_cut():
+    Ks, y = random_problem(3, n=25, M=6)
+    res = solve_mkl(Ks, y, Simplex(), LevelMethod(), C=10.0, tol=1e-5)
+    assert res.converged
+    # history["lower"] is the bound of each iterate's own alpha; the loop's bound comes from alpha_bar.
+    assert res.lower_bound > max(h["lower"] for h in res.history)
+
+
+def test_warm_start_from_the_solution_stops_at_once():
+    # The level method certifies through alpha_bar, not through the returned alpha, so the returned point
+    # certifies itself only once it is close to the optimum: the cold solve is run to 1e-9 here.
+    Ks, y = random_problem(2, n=25, M=4)
+    for reg in (Simplex(), BoxSimplex(nu=0.5)):
+        cold = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-9, inner_tol=1e-10)
+        warm = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-4, warm_start=cold)
+        assert warm.n_iter == 1 < cold.n_iter
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-4)
+
+
+def test_warm_start_is_made_feasible_for_the_new_domain():
+    Ks, y = random_problem(4, n=20, M=4)
+    l1 = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-5)
+    assert l1.weights.max() > 0.4  # so that a cap of 0.3 cuts it
+    res = solve_mkl(Ks, y, BoxSimplex(theta=0.3), LevelMethod(), tol=1e-5, warm_start=l1)
+    assert res.converged and res.weights.max() <= 0.3 + 1e-12
+    assert res.objective == pytest.approx(reference_value(Ks, y, BoxSimplex(theta=0.3)), rel=1e-4)
+
+
+def test_every_inner_solve_after_the_first_is_warm_started():
+    Ks, y = random_problem(10, n=20, M=4)
+    calls = []
+
+    class CountingLoss(CSVCLoss):
+        def solve(self, K, y, alpha0=None, tol=1e-3):
+            calls.append((alpha0, tol))
+            return super().solve(K, y, alpha0=alpha0, tol=tol)
+
+    problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CountingLoss(C=1.0), regularizer=Simplex(),
+                         tol=1e-4, inner_tol=1e-3, max_iter=500)
+    res = LevelMethod().solve(problem)
+    assert res.converged and calls[0][0] is None and len(calls) == res.n_iter > 2
+    assert all(a is not None and a.shape == (20,) for a, _ in calls[1:])
+    # The outer loop's adaptive inner tolerance is passed on.
+    assert calls[0][1] == 1e-3 and min(t for _, t in calls) < 1e-3
+
+
+def test_uniform_needs_one_svm_solve():
+    Ks, y = random_problem(9, n=20, M=3)
+    res = solve_mkl(Ks, y, Uniform(), LevelMethod(), tol=1e-6)
+    assert res.converged and res.n_iter == 1
+    np.testing.assert_array_equal(res.weights, np.full(3, 1.0 / 3))
+
+
+def test_interrupt_returns_the_best_iterate():
+    Ks, y = random_problem(3, n=20, M=4)
+
+    def stop_after_three(entry):
+        if entry["iteration"] == 3:
+            raise KeyboardInterrupt
+
+    with pytest.warns(RuntimeWarning, match="interrupted after 3 outer iterations"):
+        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, callback=stop_after_three)
+    assert not res.converged and res.n_iter == 3
+    assert res.objective == min(h["upper"] for h in res.history)
+
+
+def test_max_iter_warns_with_the_gap():
+    Ks, y = random_problem(1, n=20, M=4)
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=3 with a relative duality gap of [0-9.e-]+"):
+        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, max_iter=3)
+    assert not res.converged and res.n_iter == 3 and np.isfinite(res.dual_gap)
+
+
+def test_few_cuts_still_converge():
+    # Pruning keeps the newest cut and the active ones; the aggregate cut summarises the dropped ones.
+    Ks, y = random_problem(6, n=25, M=6)
+    ref = reference_value(Ks, y, Simplex(), C=1.0)
+    res = solve_mkl(Ks, y, Simplex(), LevelMethod(max_cuts=4), tol=1e-5)
+    assert res.converged and res.objective == pytest.approx(ref, rel=1e-4)
+
+
+@pytest.mark.parametrize("reg", [SimplexL2(), LpBall(p=2.0), ElasticNet(v=0.5)], ids=lambda r: r.name)
+def test_needs_a_polyhedral_domain_without_penalty(reg):
+    Ks, y = random_problem(0, n=15, M=3)
+    with pytest.raises(ValueError, match="the level method needs"):
+        solve_mkl(Ks, y, reg, LevelMethod())
+
+
+@pytest.mark.parametrize("params", [{"level": 0.0}, {"level": 1.0}, {"max_cuts": 1}])
+def test_invalid_parameters(params):
+    Ks, y = random_problem(0, n=15, M=3)
+    with pytest.raises(ValueError, match="0 < level < 1"):
+        solve_mkl(Ks, y, Simplex(), LevelMethod(**params))
+
+
+def _random_bundle(seed: int, k: int = 6, M: int = 8) -> _Bundle:
+    rng = np.random.default_rng(seed)
+    bundle = _Bundle(max_cuts=50)
+    for _ in range(k):
+        q = rng.uniform(1.0, 5.0, size=M)
+        bundle.add(float(rng.uniform(5.0, 8.0)), q, rng.uniform(size=3), rng.uniform(size=3))
+    return bundle
+
+
+@pytest.mark.parametrize("cap", [1.0, 0.3])
+def test_model_minimum_is_the_lp_optimum_with_its_multipliers(cap):
+    bundle = _random_bundle(1)
+    value, lam, mu = bundle.model_minimum(cap)
+    M = bundle.Q.shape[1]
+    x = cp.Variable(M)
+    prob = cp.Problem(cp.Minimize(cp.max(bundle.L - 0.5 * bundle.Q @ x)), [x >= 0, x <= cap, cp.sum(x) == 1])
+    prob.solve(solver=cp.CLARABEL)
+    assert value == pytest.approx(prob.value, rel=1e-7)
+    assert mu.sum() == pytest.approx(1.0) and np.all(mu >= -1e-12) and np.all(mu <= cap + 1e-12)
+    # LP duality: the multipliers are a distribution on the cuts whose combination has the same minimum.
+    assert lam.sum() == pytest.approx(1.0) and np.all(lam >= 0)
+    g = 0.5 * (lam @ bundle.Q)
+    k = int(np.floor(1.0 / cap))
+    greedy = np.sort(g)[::-1]
+    combined_max = cap * greedy[:k].sum() + (1.0 - k * cap) * (greedy[k] if k < M else 0.0)
+    assert lam @ bundle.L - combined_max == pytest.approx(value, rel=1e-7)
+
+
+@pytest.mark.parametrize("reg", [Simplex(), BoxSimplex(theta=0.25)], ids=lambda r: r.name)
+def test_level_set_projection_equals_the_qp_solution(reg):
+    bundle = _random_bundle(2)
+    M = bundle.Q.shape[1]
+    cap = reg.cap(M) if isinstance(reg, BoxSimplex) else 1.0
+    low, _, _ = bundle.model_minimum(cap)
+    center = reg.project(np.random.default_rng(3).uniform(size=M))
+    level = low + 0.3 * (float(np.max(bundle.L - 0.5 * bundle.Q @ center)) - low)
+    got = bundle.project(center, level, reg.project, None)
+    x = cp.Variable(M)
+    cons = [x >= 0, x <= cap, cp.sum(x) == 1, bundle.L - 0.5 * bundle.Q @ x <= level]
+    cp.Problem(cp.Minimize(cp.sum_squares(x - center)), cons).solve(solver=cp.CLARABEL)
+    np.testing.assert_allclose(got, x.value, atol=1e-6)
+    assert np.max(bundle.L - 0.5 * bundle.Q @ got) <= level + 1e-6
+    # A center already in the level set is its own projection.
+    np.testing.assert_array_equal(bundle.project(got, level + 1.0, reg.project, None), got)
