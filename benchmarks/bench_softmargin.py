@@ -161,12 +161,13 @@ def main() -> None:
     print("| method | ours (s) | sklearn SVC + numpy loop (s) | speed-up | outer iterations ours / baseline | "
           "max abs diff of mu | rel. diff of objective | certified gap (ours) |")
     print("|---|---|---|---|---|---|---|---|")
-    for label, method, reg, baseline in cases:
+    cases.insert(1, (f"SM1MKL nu={args.nu}, level method", "sm1mkl", cases[0][2], cases[0][3], "level"))
+    for label, method, reg, baseline, *solver in cases:
         ours_t, base_t = [], []
         for _ in range(args.repeats):
             t0 = time.perf_counter()
             est = MKLClassifier(kernels="precomputed", method=method, C=args.C, tol=args.tol,
-                                max_iter=args.max_iter, regularizer=reg).fit(K, y)
+                                max_iter=args.max_iter, regularizer=reg, solver=solver[0] if solver else None).fit(K, y)
             ours_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             mu_ref, it_ref, obj_ref = baseline()

@@ -18,10 +18,10 @@ METHODS = (
     ),
     Method(
         name="l1mkl",
-        summary="L1-MKL (hard margin MKL): simplex weights by SimpleMKL's reduced gradient, certified gap.",
-        loss="csvc", regularizer="simplex", solver="reduced_gradient",
-        citation="Bach, Lanckriet and Jordan, ICML 2004; Rakotomamonjy, Bach, Canu and Grandvalet, "
-                 "SimpleMKL, JMLR 9:2491-2521, 2008.",
+        summary="L1-MKL (hard margin MKL): simplex weights by the level method, certified gap.",
+        loss="csvc", regularizer="simplex", solver="level",
+        citation="Bach, Lanckriet and Jordan, ICML 2004; Xu, Jin, King and Lyu, An Extended Level Method for "
+                 "Efficient Multiple Kernel Learning, NIPS 2008.",
     ),
     Method(
         name="simplemkl", summary="SimpleMKL: L1-MKL by reduced gradient descent with Armijo line search.",

@@ -420,7 +420,8 @@ class LevelMethod(Solver):
         """Offer ``alpha_bar = sum lam_i alpha_i`` to the loop (a lower bound only); return its cut."""
         if np.count_nonzero(lam) < 2:
             return None  # one active cut: alpha_bar is that cut's alpha, already offered
-        alpha_bar, coef_bar = lam @ bundle.alphas, lam @ bundle.coefs
+        # tensordot: alpha is (n,) for one problem, (T, n) for tasks sharing the weights
+        alpha_bar, coef_bar = np.tensordot(lam, bundle.alphas, axes=1), np.tensordot(lam, bundle.coefs, axes=1)
         q_bar = problem.stack.quad_forms(coef_bar)
         # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
         aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
@@ -466,11 +467,11 @@ class _Bundle:
 
     def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray) -> None:
         if self.Q is None:
-            self.Q, self.alphas, self.coefs = q[None, :].copy(), alpha[None, :].copy(), coef[None, :].copy()
+            self.Q, self.alphas, self.coefs = q[None, :].copy(), alpha[None].copy(), coef[None].copy()
         else:
             self.Q = np.vstack([self.Q, q])
-            self.alphas = np.vstack([self.alphas, alpha])
-            self.coefs = np.vstack([self.coefs, coef])
+            self.alphas = np.concatenate([self.alphas, alpha[None]])
+            self.coefs = np.concatenate([self.coefs, coef[None]])
         self.L = np.append(self.L, L)
         self.age = np.append(self.age, self._count)
         self.active = np.append(self.active, True)
