@@ -180,10 +180,10 @@ def main() -> None:
     print("\nL1-MKL to a certified relative gap <= tol:")
     print("| solver | time (s) | outer iterations | certified gap | kernels selected |")
     print("|---|---|---|---|---|")
-    for label, solver in [("reduced gradient (SimpleMKL, `l1mkl`)", "reduced_gradient"),
+    for label, solver in [("reduced gradient (SimpleMKL, `simplemkl`)", "reduced_gradient"),
                           ("closed-form update (block coordinate descent)", "bcd"),
                           ("projected gradient", "projected_gradient"),
-                          ("level method (cutting planes + level-set projection)", "level")]:
+                          ("level method (cutting planes + level-set projection; `l1mkl`)", "level")]:
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
