@@ -13,10 +13,14 @@ from multikernel.config import KernelSpec, ModelConfig, RunConfig, config_to_dic
 from multikernel.datasets import load_data
 from multikernel.errors import ConfigError, PluginError
 from multikernel.estimator import MKLClassifier
+from multikernel.experiment_report import count_selected
 from multikernel.interfaces import KernelBuilder
 from multikernel.registry import get_registry
 
-__all__ = ["run_config", "build_estimator", "check_config"]
+__all__ = ["run_config", "build_estimator", "check_config", "SELECTION_THRESHOLD"]
+
+SELECTION_THRESHOLD = 1e-5
+"""A kernel counts as selected when its share ``mu_m / sum(mu)`` exceeds this (as in the experiment runner)."""
 
 
 def _builders(specs: list[KernelSpec], n_features: int) -> list[KernelBuilder]:
@@ -139,7 +143,7 @@ def run_config(config: RunConfig, progress: bool | None = None) -> dict[str, Any
                 report_models[i]["repeats"].append({
                     "repeat": r, "accuracy": float(est.score(Xte, yte)), "fit_time": elapsed,
                     "n_iter": np.asarray(est.n_iter_).tolist(), "dual_gap": np.asarray(est.dual_gap_).tolist(),
-                    "n_selected": int(np.count_nonzero(np.any(weights > 0, axis=0))),
+                    "n_selected": count_selected(weights, SELECTION_THRESHOLD),
                     "weights": weights.tolist(), "best_params": _plain(best_params),
                 })
                 if r == 0:
