@@ -40,6 +40,11 @@ def _fitted_state(obj: Any) -> dict[str, Any]:
             state[key] = ("value", value)
         elif isinstance(value, list) and all(isinstance(v, (int, float, np.number)) for v in value):
             state[key] = ("value", np.asarray(value))
+        elif value is not None:
+            # A fitted attribute we cannot write as arrays (a 'product' keeps fitted builders): refuse
+            # rather than write a model that would not predict after loading.
+            raise ValueError(f"this model cannot be saved without pickle: {type(obj).__name__}.{key} is a "
+                             f"{type(value).__name__}; use pickle or joblib.dump for it")
     return state
 
 
@@ -90,7 +95,13 @@ def save_model(est: Any, path: str | Path) -> None:
         meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
                               "memory_budget": ks.memory_budget, "builders": builders,
                               "state": _store_state(arrays, "kernelset", _fitted_state(ks))}
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    try:
+        text = json.dumps(meta)
+    except TypeError as exc:
+        # e.g. a 'distance' or 'precomputed' builder holding a matrix, or a 'product' of builders
+        raise ValueError(f"this model cannot be saved without pickle: a kernel builder or plugin parameter is not "
+                         f"a plain value ({exc}); use pickle or joblib.dump for it") from exc
+    arrays["__meta__"] = np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
     path = Path(path)
     with path.open("wb") as fh:
         np.savez_compressed(fh, **arrays)

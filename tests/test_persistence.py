@@ -93,3 +93,13 @@ def test_unfitted_model_cannot_be_saved(tmp_path):
 
     with pytest.raises(NotFittedError):
         MKLClassifier().save(tmp_path / "x.npz")
+
+
+def test_unsaveable_parameters_get_a_clear_error(tmp_path, cancer):
+    from multikernel.plugins.kernels import ProductKernel
+
+    X, y = cancer
+    est = MKLClassifier(kernels=[ProductKernel(factors=[RBFKernel(), LinearKernel()]), RBFKernel()],
+                        method="average").fit(X, y)
+    with pytest.raises(ValueError, match="cannot be saved without pickle"):
+        est.save(tmp_path / "m.npz")
