@@ -46,9 +46,10 @@ METHODS = (
     ),
     Method(
         name="sm1mkl",
-        summary="Hinge soft margin MKL: box-simplex weights (theta, or nu with theta = 1/(nu M); default nu = 0.5).",
-        loss="csvc", regularizer="box_simplex", solver="bcd", regularizer_params={"nu": 0.5},
-        citation=_XU2013 + " (SM1MKL, Algorithm 1)",
+        summary="Hinge soft margin MKL: box-simplex weights (theta, or nu with theta = 1/(nu M); default nu = 0.5), "
+                "level method (solver='bcd' is the paper's Algorithm 1).",
+        loss="csvc", regularizer="box_simplex", solver="level", regularizer_params={"nu": 0.5},
+        citation=_XU2013 + " (SM1MKL); Xu, Jin, King and Lyu, NIPS 2008 (level method)",
     ),
     Method(
         name="sm2mkl",
