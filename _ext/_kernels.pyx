@@ -62,22 +62,10 @@ cdef extern from *:
 # Element-wise maps from a base matrix (a distance or a Gram) to a kernel.  The codes are shared with
 # the Python builders (multikernel.plugins.kernels).
 
-import os
+from multikernel._threads import PARALLEL_MIN_WORK, max_threads
 
-# Threads for a parallel loop.  Tiny loops run serially: on a busy machine waking a second thread costs
-# more than it saves (a parallel region waits for every thread of its team to be scheduled), and OpenBLAS's own spinning threads compete with OpenMP's.
-def _max_threads() -> int:
-    env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-    if env.isdigit() and int(env) > 0:
-        return int(env)
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-cdef int _MAX_THREADS = _max_threads()
-cdef Py_ssize_t _PARALLEL_MIN_WORK = 16_000_000
-PARALLEL_MIN_WORK = _PARALLEL_MIN_WORK
+cdef int _MAX_THREADS = max_threads()
+cdef Py_ssize_t _PARALLEL_MIN_WORK = PARALLEL_MIN_WORK
 
 
 cdef inline int _threads(Py_ssize_t work) noexcept nogil:

@@ -116,15 +116,14 @@ class PartConfig:
     params: dict[str, Any] = attrs.Factory(dict)
 
 
-@attrs.define
-class ModelConfig:
-    """One model to fit: a method, its C, and optional overrides of its parts.
+@attrs.define(kw_only=True)
+class MethodParts:
+    """A report label and optional overrides of a method's loss, regularizer and solver.
 
-    ``label`` names the model in reports (defaults to the method name).
+    Shared by ``[[models]]`` entries of run configs and ``[[methods]]`` entries of experiment configs;
+    subclasses add the ``method`` name.
     """
 
-    method: str = "l1mkl"
-    C: float = attrs.field(default=1.0, validator=_positive)
     label: Union[str, None] = None  # noqa: UP007
     loss: Union[PartConfig, None] = None  # noqa: UP007
     regularizer: Union[PartConfig, None] = None  # noqa: UP007
@@ -132,7 +131,19 @@ class ModelConfig:
 
     @property
     def display_name(self) -> str:
-        return self.label or self.method
+        """``label``, or the method name."""
+        return self.label or self.method  # type: ignore[attr-defined]
+
+
+@attrs.define(kw_only=True)
+class ModelConfig(MethodParts):
+    """One model to fit: a method, its C, and optional overrides of its parts.
+
+    ``label`` names the model in reports (defaults to the method name).
+    """
+
+    method: str = "l1mkl"
+    C: float = attrs.field(default=1.0, validator=_positive)
 
 
 @attrs.define

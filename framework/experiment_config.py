@@ -20,7 +20,7 @@ import attrs
 
 from multikernel.config import (
     KernelsConfig,
-    PartConfig,
+    MethodParts,
     PreprocessingConfig,
     SolverConfig,
     _check_kernels,
@@ -110,23 +110,15 @@ class DatasetSpec:
     train_size: Union[int, None] = attrs.field(default=None, validator=_positive)  # noqa: UP007
 
 
-@attrs.define
-class MethodSpec:
+@attrs.define(kw_only=True)
+class MethodSpec(MethodParts):
     """One ``[[methods]]`` entry: a registered method, optional part overrides and its own grid.
 
     ``grid`` maps ``C`` and ``loss__*``/``regularizer__*``/``solver__*`` parameters to lists of values.
     """
 
     method: str
-    label: Union[str, None] = None  # noqa: UP007
     grid: dict[str, list[Any]] = attrs.Factory(dict)
-    loss: Union[PartConfig, None] = None  # noqa: UP007
-    regularizer: Union[PartConfig, None] = None  # noqa: UP007
-    solver: Union[PartConfig, None] = None  # noqa: UP007
-
-    @property
-    def display_name(self) -> str:
-        return self.label or self.method
 
 
 @attrs.define
