@@ -104,6 +104,16 @@ def test_theta_path_monotone_with_kernel_counts_and_l1_limit(seed):
     assert l1.objective <= previous * (1 + 1e-6)
 
 
+def test_sm2mkl_objective_is_non_increasing_in_theta():
+    Ks, y = random_problem(12, n=20, M=4)
+    previous, warm = math.inf, None
+    for theta in (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0):
+        res = solve_mkl(Ks, y, SimplexL2(theta=theta), ProjectedGradient(), C=1.0, warm_start=warm)
+        assert res.converged
+        assert res.lower_bound <= previous
+        previous, warm = res.objective, res
+
+
 def test_sm2mkl_limits():
     Ks, y = random_problem(5, n=25, M=4)
     l1 = solve_mkl(Ks, y, Simplex(), ReducedGradient(), C=1.0)

@@ -312,3 +312,13 @@ def test_lp_projection_inside_the_ball_is_the_identity_on_the_orthant():
     v = np.array([0.2, -0.3, 0.1])
     np.testing.assert_allclose(project_lp_ball_nonneg(v, 1.5), [0.2, 0.0, 0.1])
     np.testing.assert_allclose(project_lp_ball_nonneg(np.array([3.0, 0.5]), math.inf), [1.0, 0.5])
+
+
+def test_regularizers_clone_like_scikit_learn_estimators():
+    from sklearn.base import clone
+
+    for reg in _regularizers(4):
+        twin = clone(reg)
+        assert type(twin) is type(reg) and twin.get_params() == reg.get_params()
+        assert twin.dual_bound(np.arange(4.0)) == reg.dual_bound(np.arange(4.0))
+    assert BoxSimplex(nu=0.5).set_params(nu=None, theta=0.3).cap(4) == 0.3
