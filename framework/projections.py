@@ -17,6 +17,7 @@ __all__ = [
     "project_lp_ball_nonneg",
     "box_simplex_inverse",
     "increasing_root",
+    "newton_bracketed",
 ]
 
 
@@ -114,6 +115,51 @@ def increasing_root(f, lo: float, hi: float, xtol: float = 1e-14) -> float:
             break
         lo, hi = hi, 2.0 * hi if hi > 0 else 1.0
     return float(brentq(f, lo, hi, xtol=xtol, rtol=4 * np.finfo(float).eps, maxiter=500))
+
+
+def newton_bracketed(fun, lo: np.ndarray, hi: np.ndarray, max_iter: int = 60, rtol: float = 1e-13,
+                     atol: float = 0.0) -> np.ndarray:
+    """Roots of increasing functions, element-wise: safeguarded Newton inside the brackets ``[lo, hi]``.
+
+    ``fun(x)`` returns the values and derivatives at ``x`` (arrays).  Where the function does not change
+    sign on the bracket, the nearer end is returned (``hi`` if ``fun(hi) <= 0``, ``lo`` if ``fun(lo) >= 0``),
+    which is what the weight updates need for capped weights.  A Newton step that leaves the current
+    bracket is replaced by bisection and the bracket shrinks with every evaluation, so it cannot diverge;
+    near the root it converges quadratically (a handful of iterations instead of the ~50 of bisection,
+    which matters because each iteration is a few numpy calls inside an outer root find).  An entry stops
+    moving once its step is below ``rtol |x| + atol``: further steps only chase rounding noise in ``fun``,
+    which can also corrupt the bracket.
+    """
+    lo, hi = np.array(lo, dtype=np.float64), np.array(hi, dtype=np.float64)
+    f_lo, f_hi = fun(lo)[0], fun(hi)[0]
+    out = np.where(f_hi <= 0, hi, lo)
+    open_ = (f_lo < 0) & (f_hi > 0)
+    if not open_.any():
+        return out
+    idx = np.flatnonzero(open_)
+    lo, hi = lo[idx], hi[idx]
+
+    def restricted(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        full = out.copy()
+        full[idx] = x
+        f, df = fun(full)
+        return f[idx], df[idx]
+
+    x = 0.5 * (lo + hi)
+    moving = np.ones(len(idx), dtype=bool)
+    for _ in range(max_iter):
+        f, df = restricted(x)
+        lo = np.where(moving & (f <= 0), x, lo)
+        hi = np.where(moving & (f >= 0), x, hi)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            new = x - np.where(df > 0, f / df, np.inf)
+        new = np.where((new >= lo) & (new <= hi), new, 0.5 * (lo + hi))
+        moving &= (np.abs(new - x) > rtol * np.abs(x) + atol) & (f != 0)
+        x = np.where(moving, new, x)
+        if not moving.any():
+            break
+    out[idx] = x
+    return out
 
 
 def project_lp_ball_nonneg(v: np.ndarray, p: float) -> np.ndarray:
