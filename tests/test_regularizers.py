@@ -322,3 +322,16 @@ def test_regularizers_clone_like_scikit_learn_estimators():
         assert type(twin) is type(reg) and twin.get_params() == reg.get_params()
         assert twin.dual_bound(np.arange(4.0)) == reg.dual_bound(np.arange(4.0))
     assert BoxSimplex(nu=0.5).set_params(nu=None, theta=0.3).cap(4) == 0.3
+
+
+@pytest.mark.parametrize("M", [1, 2, 6])
+def test_degenerate_inputs_give_feasible_weights(M):
+    # q = 0 (a classifier that uses no kernel), one kernel, and all-zero gradients must not break anything.
+    for reg in _regularizers(M):
+        for mu, q in ((reg.initial(M), np.zeros(M)), (reg.initial(M), np.ones(M))):
+            nu = reg.closed_form_update(mu, q)
+            assert np.all(np.isfinite(nu)) and _violation(reg, nu, M) <= 1e-12, reg
+        # dual_bound(0) = -min_D Omega: 0 for the pure domains, -Omega(uniform) for the penalised simplex
+        # (the penalty is symmetric and convex, so the uniform point minimises it there).
+        expected = -reg.penalty(np.full(M, 1.0 / M)) if reg.domain == "simplex" else 0.0
+        assert reg.dual_bound(np.zeros(M)) == pytest.approx(expected, abs=1e-12), reg
