@@ -270,8 +270,8 @@ class SimplexPower(Regularizer):
         """``argmin_{nu in simplex} sum_m a_m / nu_m + kappa sum_m nu_m^p`` with ``a = ||f||^2 / 2``.
 
         KKT: ``kappa p nu_m^{p-1} - a_m / nu_m^2 = -lam`` for every ``nu_m > 0``; the left side increases in
-        ``nu_m``, so each ``nu_m(lam)`` is found by bisection and ``sum nu(lam) = 1`` by a root find on
-        ``lam``.
+        ``nu_m``, so each ``nu_m(lam)`` is found by safeguarded Newton (in log nu) and ``sum nu(lam) = 1``
+        by a root find on ``lam``.
         """
         a = _half_sq_norms(mu, q)
         M = len(a)
@@ -441,8 +441,9 @@ class ElasticNet(Regularizer):
 
     * Weight step: ``argmin sum_m a_m / nu_m`` s.t. ``h(nu) <= 1``.  KKT: ``a_m / nu_m^2 = lam (v + 2 (1-v)
       nu_m)``, i.e. ``v nu_m^2 + 2 (1 - v) nu_m^3 = t a_m`` with ``t = 1/lam``.  The left side increases in
-      ``nu_m``, so ``nu_m(t)`` is found by bisection, and ``h(nu(t)) = 1`` (the constraint is active because
-      the objective decreases in every ``nu_m``) by a 1-D root find on ``t`` -- no conic solver needed.
+      ``nu_m``, so ``nu_m(t)`` is found by safeguarded Newton, and ``h(nu(t)) = 1`` (the constraint is
+      active because the objective decreases in every ``nu_m``) by a 1-D root find on ``t`` -- no conic
+      solver needed.
     * ``dual_bound(g) = max_{h(mu) <= 1, mu >= 0} mu'g = min_{lam > 0} lam + sum_m (g_m - lam v)_+^2 /
       (4 lam (1 - v))``, the multiplier from the same kind of root find.
     * Projection: ``x(lam) = max(0, (z - lam v) / (1 + 2 lam (1 - v)))`` with ``h(x(lam)) = 1``.
