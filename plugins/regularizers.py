@@ -26,6 +26,7 @@ from multikernel.interfaces import Regularizer
 from multikernel.projections import (
     box_simplex_inverse,
     increasing_root,
+    newton_bracketed,
     project_capped_simplex,
     project_lp_ball_nonneg,
     project_simplex,
@@ -269,8 +270,8 @@ class SimplexPower(Regularizer):
         """``argmin_{nu in simplex} sum_m a_m / nu_m + kappa sum_m nu_m^p`` with ``a = ||f||^2 / 2``.
 
         KKT: ``kappa p nu_m^{p-1} - a_m / nu_m^2 = -lam`` for every ``nu_m > 0``; the left side increases in
-        ``nu_m``, so each ``nu_m(lam)`` is found by bisection and ``sum nu(lam) = 1`` by a root find on
-        ``lam``.
+        ``nu_m``, so each ``nu_m(lam)`` is found by safeguarded Newton (in log nu) and ``sum nu(lam) = 1``
+        by a root find on ``lam``.
         """
         a = _half_sq_norms(mu, q)
         M = len(a)
@@ -285,15 +286,20 @@ class SimplexPower(Regularizer):
             nu[~pos] = (max(-lam, 0.0) / (kappa * p)) ** (1.0 / (p - 1.0))
             if pos.any():
                 ap = a[pos]
-                lo, hi = np.full(len(ap), -700.0), np.zeros(len(ap))  # bisection on log(nu) in (0, 1]
-                for _ in range(100):
-                    mid = 0.5 * (lo + hi)
-                    nu_mid = np.exp(mid)
-                    # phi(nu) + lam > 0 multiplied by nu^2 > 0, which cannot overflow.
-                    big = kappa * p * nu_mid ** (p + 1.0) + lam * nu_mid**2 > ap
-                    hi = np.where(big, mid, hi)
-                    lo = np.where(big, lo, mid)
-                nu[pos] = np.exp(0.5 * (lo + hi))
+                # phi(nu) = kappa p nu^(p-1) - a / nu^2 + lam increases in nu.  Below
+                # nu_lo = sqrt(a / (kappa p + lam_+)) it is negative (kappa p nu^(p-1) <= kappa p for
+                # nu <= 1), so [nu_lo, 1] brackets the root; a weight above 1 means a sum above 1 anyway
+                # (set to 1).
+                lo = np.minimum(0.5 * np.log(ap / (kappa * p + max(lam, 0.0))), 0.0)
+
+                # Newton in u = log(nu), where phi is much closer to linear than in nu.
+                def phi(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                    grow, shrink = kappa * p * np.exp((p - 1.0) * u), ap * np.exp(-2.0 * u)
+                    return grow - shrink + lam, (p - 1.0) * grow + 2.0 * shrink
+
+                hi = np.zeros(len(ap))
+                at_one = phi(hi)[0] <= 0
+                nu[pos] = np.where(at_one, 1.0, np.exp(newton_bracketed(phi, lo, hi, atol=1e-13)))
             return np.minimum(nu, 1.0)  # a weight above 1 already means a sum above 1
 
         def excess(lam: float) -> float:  # increasing in lam
@@ -435,8 +441,9 @@ class ElasticNet(Regularizer):
 
     * Weight step: ``argmin sum_m a_m / nu_m`` s.t. ``h(nu) <= 1``.  KKT: ``a_m / nu_m^2 = lam (v + 2 (1-v)
       nu_m)``, i.e. ``v nu_m^2 + 2 (1 - v) nu_m^3 = t a_m`` with ``t = 1/lam``.  The left side increases in
-      ``nu_m``, so ``nu_m(t)`` is found by bisection, and ``h(nu(t)) = 1`` (the constraint is active because
-      the objective decreases in every ``nu_m``) by a 1-D root find on ``t`` -- no conic solver needed.
+      ``nu_m``, so ``nu_m(t)`` is found by safeguarded Newton, and ``h(nu(t)) = 1`` (the constraint is
+      active because the objective decreases in every ``nu_m``) by a 1-D root find on ``t`` -- no conic
+      solver needed.
     * ``dual_bound(g) = max_{h(mu) <= 1, mu >= 0} mu'g = min_{lam > 0} lam + sum_m (g_m - lam v)_+^2 /
       (4 lam (1 - v))``, the multiplier from the same kind of root find.
     * Projection: ``x(lam) = max(0, (z - lam v) / (1 + 2 lam (1 - v)))`` with ``h(x(lam)) = 1``.
@@ -497,16 +504,25 @@ class ElasticNet(Regularizer):
 
         def weights(t: float) -> np.ndarray:
             rhs = t * a[pos]
-            lo, hi = np.zeros(len(rhs)), np.full(len(rhs), xmax)
-            for _ in range(100):
-                mid = 0.5 * (lo + hi)
-                big = v * mid**2 + 2.0 * (1.0 - v) * mid**3 > rhs
-                hi = np.where(big, mid, hi)
-                lo = np.where(big, lo, mid)
+            # The root of v nu^2 + 2 (1-v) nu^3 = rhs is below both sqrt(rhs/v) and cbrt(rhs/(2(1-v))) (each
+            # term alone is at most rhs) and above half the smaller of them (the sum of the two terms at
+            # upper/2 is at most 2 * rhs/4 or 2 * rhs/8), or it is capped at the largest feasible weight.
+            upper = np.full(len(rhs), xmax)
+            if v > 0:
+                upper = np.minimum(upper, np.sqrt(rhs / v))
+            if v < 1:
+                upper = np.minimum(upper, np.cbrt(rhs / (2.0 * (1.0 - v))))
+
+            def g(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                return v * x * x + 2.0 * (1.0 - v) * x**3 - rhs, 2.0 * v * x + 6.0 * (1.0 - v) * x * x
+
+            root = np.where(g(upper)[0] <= 0, upper, newton_bracketed(g, 0.5 * upper, upper))
             nu = np.zeros(len(a))
-            nu[pos] = 0.5 * (lo + hi)
+            nu[pos] = root
             return nu
 
+        if np.count_nonzero(pos) == 1:  # one kernel takes the largest feasible weight
+            return np.where(pos, xmax, 0.0)
         t = increasing_root(lambda t: self._h(weights(t)) - 1.0, 0.0, 1.0 / float(a[pos].max()))
         nu = weights(t)
         return self._scale_into(nu)

@@ -220,8 +220,8 @@ class ReducedGradient(Solver):
     (quadratic interpolation from the rejected boundary value; SimpleMKL itself uses a golden-section
     search there).
     Every evaluation is an SVM solve, warm-started from the current alpha.  Needs a regularizer whose
-    domain is the simplex (``simplex``, ``simplex_l2``, ``simplex_power``); the penalty gradient is
-    included, so the penalised forms work too.
+    domain is the simplex, declared by the class attribute ``domain = "simplex"`` (built-ins: ``simplex``,
+    ``simplex_l2``, ``simplex_power``); the penalty gradient is included, so the penalised forms work too.
 
     Parameters
     ----------

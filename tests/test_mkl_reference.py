@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from _mkl_testing import decision_values, random_problem, reference_value, solve_mkl
+from _mkl_testing import decision_values, kernel_slack_value, random_problem, reference_value, solve_mkl
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -106,6 +106,16 @@ def test_theta_path_monotone_with_kernel_counts_and_l1_limit(seed):
     assert l1.objective <= previous * (1 + 1e-6)
 
 
+def test_sm2mkl_objective_is_non_increasing_in_theta():
+    Ks, y = random_problem(12, n=20, M=4)
+    previous, warm = math.inf, None
+    for theta in (1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0):
+        res = solve_mkl(Ks, y, SimplexL2(theta=theta), ProjectedGradient(), C=1.0, warm_start=warm)
+        assert res.converged
+        assert res.lower_bound <= previous
+        previous, warm = res.objective, res
+
+
 def test_sm2mkl_limits():
     Ks, y = random_problem(5, n=25, M=4)
     l1 = solve_mkl(Ks, y, Simplex(), ReducedGradient(), C=1.0)
@@ -135,3 +145,20 @@ def test_lp_limits_and_elastic_net_ends():
     avg = solve_mkl(Ks, y, Uniform(), BlockCoordinateDescent(), C=4 * C)
     np.testing.assert_allclose(decision_values(Ks, inf), decision_values(Ks, avg), atol=1e-5)
     assert inf.objective == pytest.approx(avg.objective / 4, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("reg", "r"),
+    [(BoxSimplex(theta=0.4), None), (SimplexL2(theta=0.7), 2.0), (SimplexPower(theta=0.7, p=3.0), 1.5),
+     (SimplexPower(theta=2.0, p=1.5), 3.0)],
+    ids=["hinge", "square-hinge", "p=3", "p=1.5"],
+)
+def test_mu_forms_equal_the_kernel_slack_forms(reg, r):
+    # Propositions 3 and 4, and our derivation of kappa for the p/(p-1)-hinge: the slack form of the paper
+    # and our weight-side form have the same optimum.
+    Ks, y = random_problem(21, n=20, M=4)
+    theta = reg.cap(4) if reg.name == "box_simplex" else reg.theta
+    slack = kernel_slack_value(Ks, y, theta, r)
+    ours = solve_mkl(Ks, y, reg, ProjectedGradient(), C=1.0)
+    assert ours.converged
+    assert ours.objective == pytest.approx(slack, rel=1e-5)
