@@ -109,7 +109,19 @@ class BlockCoordinateDescent(Solver):
         return loop.result(converged, interrupted)
 
 
-class ProjectedGradient(Solver):
+class _LineSearchSolver(Solver):
+    """Shared parameters of the solvers that take Armijo line searches (``sigma``, ``max_backtracks``)."""
+
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
+        self.sigma = sigma
+        self.max_backtracks = max_backtracks
+
+    def _check_line_search(self) -> None:
+        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
+            raise ValueError(f"{self.name} needs 0 < sigma < 1 and max_backtracks >= 1")
+
+
+class ProjectedGradient(_LineSearchSolver):
     """Projected gradient with spectral steps and Armijo backtracking: Algorithm 2 of Xu, Tsang and Xu (2013).
 
     Each iteration takes the gradient ``p = -q/2 + grad Omega(mu)`` (3.26) and the projected point
@@ -133,14 +145,9 @@ class ProjectedGradient(Solver):
 
     name = "projected_gradient"
 
-    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
-        self.sigma = sigma
-        self.max_backtracks = max_backtracks
-
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
-        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
-            raise ValueError("projected_gradient needs 0 < sigma < 1 and max_backtracks >= 1")
+        self._check_line_search()
         mu, alpha = _start(problem)
         loop = OuterLoop(problem)
         evaluate = _Evaluator(problem, loop)
@@ -209,7 +216,7 @@ def _initial_step(grad: np.ndarray) -> float:
     return 1.0 / scale if scale > 0 else 1.0
 
 
-class ReducedGradient(Solver):
+class ReducedGradient(_LineSearchSolver):
     """SimpleMKL's reduced gradient descent on the simplex (Rakotomamonjy et al., JMLR 2008, Algorithm 1).
 
     The equality ``sum mu = 1`` is handled by eliminating the largest weight ``mu_v``: the reduced gradient
@@ -233,17 +240,12 @@ class ReducedGradient(Solver):
 
     name = "reduced_gradient"
 
-    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
-        self.sigma = sigma
-        self.max_backtracks = max_backtracks
-
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
         if getattr(reg, "domain", None) != "simplex":
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
                              f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
-        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
-            raise ValueError("reduced_gradient needs 0 < sigma < 1 and max_backtracks >= 1")
+        self._check_line_search()
         mu, alpha = _start(problem)
         loop = OuterLoop(problem)
         evaluate = _Evaluator(problem, loop)
