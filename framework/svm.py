@@ -31,24 +31,7 @@ __all__ = [
     "solve_nu",
     "solve_square_hinge",
     "solve_simplex_ridge",
-    "svc_objectives",
 ]
-
-
-def svc_objectives(K: np.ndarray, y: np.ndarray, C: float | np.ndarray, alpha: np.ndarray,
-                   bias: float) -> tuple[float, float]:
-    """Dual and primal C-SVC objectives at ``alpha`` and ``bias`` (one matrix-vector product).
-
-    The primal is evaluated at the classifier ``f = K (alpha*y) + bias``, so ``primal - dual >= 0``
-    certifies how far ``alpha`` is from optimal.
-    """
-    coef = alpha * y
-    Kc = K @ coef
-    quad = float(coef @ Kc)
-    dual = float(alpha.sum()) - 0.5 * quad
-    slack = np.maximum(0.0, 1.0 - y * (Kc + bias))
-    primal = 0.5 * quad + float(np.sum(C * slack))
-    return dual, primal
 
 
 def _labels(y: np.ndarray, both_classes: bool) -> np.ndarray:
