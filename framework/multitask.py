@@ -53,8 +53,9 @@ class SummedQuadForms(KernelStack):
         self.stack = stack
         self.n_kernels, self.n_rows, self.n_cols = stack.n_kernels, stack.n_rows, stack.n_cols
 
-    def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        return self.stack.combine(weights, out)
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+                ) -> np.ndarray:
+        return self.stack.combine(weights, out, accumulate)
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
         v = np.atleast_2d(v)

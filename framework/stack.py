@@ -49,8 +49,10 @@ def _weights(weights: np.ndarray, n_kernels: int) -> tuple[np.ndarray, np.ndarra
     return weights, np.flatnonzero(weights).astype(np.intp)
 
 
-def _out(out: np.ndarray | None, shape: tuple[int, int]) -> np.ndarray:
+def _out(out: np.ndarray | None, shape: tuple[int, int], accumulate: bool = False) -> np.ndarray:
     if out is None:
+        if accumulate:
+            raise ValueError("accumulate=True needs the array to add to, as out")
         return np.empty(shape, dtype=np.float64)
     if out.shape != shape or out.dtype != np.float64 or not out.flags.c_contiguous:
         raise ValueError(f"out must be a C-contiguous float64 array of shape {shape}")
@@ -82,8 +84,13 @@ class KernelStack:
         """Bytes the stack holds (in memory, or on disk for a memory map)."""
         raise NotImplementedError
 
-    def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-        """``sum_m weights[m] * K_m`` over the kernels with a non-zero weight, as float64."""
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+                ) -> np.ndarray:
+        """``sum_m weights[m] * K_m`` over the kernels with a non-zero weight, as float64.
+
+        With ``accumulate``, the sum is added to ``out`` (which must be given) instead of replacing it:
+        :class:`~multikernel.combination.CombinedKernel` updates ``K(mu)`` by the weights that changed.
+        """
         raise NotImplementedError
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
@@ -170,14 +177,15 @@ class DenseStack(KernelStack):
         cols = np.arange(n_cols, dtype=np.intp) if self._cols is None else self._cols
         return rows, cols
 
-    def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+                ) -> np.ndarray:
         weights, active = _weights(weights, self.n_kernels)
-        out = _out(out, (self.n_rows, self.n_cols))
+        out = _out(out, (self.n_rows, self.n_cols), accumulate)
         if self._full:
-            _stack.combine_dense(self.data, weights, active, out)
+            _stack.combine_dense(self.data, weights, active, out, accumulate)
         else:
             rows, cols = self._rc()
-            _stack.combine_gather(self.data, weights, active, rows, cols, out)
+            _stack.combine_gather(self.data, weights, active, rows, cols, out, accumulate)
         return out
 
     def quad_forms(self, v: np.ndarray) -> np.ndarray:
@@ -212,6 +220,21 @@ class DenseStack(KernelStack):
         c = r if cols is None else _index(cols, self.n_cols, "columns")
         base_rows, base_cols = self._rc()
         return type(self)._view(self, base_rows[r], base_cols[c])
+
+    def materialize(self) -> DenseStack:
+        """A C-contiguous in-memory copy of this stack's kernels (a subset's only).
+
+        Solvers stream a contiguous stack three to four times faster than a row/column subset view,
+        which gathers every entry through index arrays: worth one copy when a subset serves many fits
+        (the folds of a grid search).
+        """
+        if self._full and not isinstance(self.data, np.memmap):
+            return self
+        rows, cols = self._rc()
+        out = np.empty((self.n_kernels, len(rows), len(cols)), dtype=self.data.dtype)
+        for m in range(self.n_kernels):
+            np.take(np.take(self.data[m], rows, axis=0), cols, axis=1, out=out[m])
+        return DenseStack(out)
 
     def _view(self, rows: np.ndarray, cols: np.ndarray) -> DenseStack:
         view = DenseStack.__new__(type(self))
@@ -321,10 +344,12 @@ class LazyStack(KernelStack):
         for m, K in raw_blocks(self.builders, groups, Xr, col_arg):
             yield m, self.normalization.apply(K, m, rows, cols)
 
-    def combine(self, weights: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+                ) -> np.ndarray:
         weights, active = _weights(weights, self.n_kernels)
-        out = _out(out, (self.n_rows, self.n_cols))
-        out[...] = 0.0
+        out = _out(out, (self.n_rows, self.n_cols), accumulate)
+        if not accumulate:
+            out[...] = 0.0
         step = self._block_rows(self.n_cols)
         for start in range(0, self.n_rows, step):
             rows = self._rows[start:start + step]

@@ -150,6 +150,19 @@ class PolynomialKernel(FeatureKernel):
         return (self.gamma * np.einsum("ij,ij->i", A, A) + self.coef0) ** int(self.degree)
 
 
+def _unit_rows(A: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit Euclidean norm; zero rows stay zero (their kernel row is 0, as in scikit-learn).
+
+    Each row is first divided by its largest magnitude, so that the squared norm neither underflows (rows
+    of tiny values, whose cosine would exceed 1) nor overflows.
+    """
+    scale = np.max(np.abs(A), axis=1, keepdims=True) if A.shape[1] else np.zeros((len(A), 1))
+    scale = np.where(scale > 0, scale, 1.0)
+    S = A / scale
+    norm = np.sqrt(np.einsum("ij,ij->i", S, S))[:, None]
+    return S / np.where(norm > 0, norm, np.inf)
+
+
 class CosineKernel(FeatureKernel):
     """``k(x, x') = <x, x'> / (||x|| ||x'||)``; 0 when either vector is 0.
 
@@ -166,15 +179,8 @@ class CosineKernel(FeatureKernel):
         self.columns = columns
 
     def _base(self, A, B, symmetric):
-        G = gram(A, B, symmetric)
-        na = np.sqrt(np.einsum("ij,ij->i", A, A))
-        nb = na if symmetric else np.sqrt(np.einsum("ij,ij->i", B, B))
-        # Zero vectors get the norm inf, so their row and column are 0 (as in scikit-learn).
-        na = np.where(na > 0, na, np.inf)
-        nb = np.where(nb > 0, nb, np.inf)
-        G /= na[:, None]
-        G /= nb[None, :]
-        return G
+        Au = _unit_rows(A)
+        return gram(Au, Au if symmetric else _unit_rows(B), symmetric)
 
     def _apply(self, base, out):
         return apply_map(base, "scale", out)

@@ -27,6 +27,7 @@ from multikernel.projections import (
     box_simplex_inverse,
     increasing_root,
     newton_bracketed,
+    newton_from_above,
     project_capped_simplex,
     project_lp_ball_nonneg,
     project_simplex,
@@ -516,7 +517,8 @@ class ElasticNet(Regularizer):
             def g(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 return v * x * x + 2.0 * (1.0 - v) * x**3 - rhs, 2.0 * v * x + 6.0 * (1.0 - v) * x * x
 
-            root = np.where(g(upper)[0] <= 0, upper, newton_bracketed(g, 0.5 * upper, upper))
+            # g is increasing and convex on x >= 0 and g(upper) >= 0 (or upper is the cap).
+            root = np.where(g(upper)[0] <= 0, upper, newton_from_above(g, upper))
             nu = np.zeros(len(a))
             nu[pos] = root
             return nu

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
+from multikernel.combination import CombinedKernel
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
 from multikernel.outer import OuterLoop
@@ -61,10 +62,11 @@ class _Evaluator:
         self.problem = problem
         self.loop = loop
         self.n_solves = 0
+        self.combined = CombinedKernel(problem.stack)
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None) -> tuple[InnerSolution, np.ndarray, float]:
         p = self.problem
-        sol = p.loss.solve(p.stack.combine(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
+        sol = p.loss.solve(self.combined(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
         self.n_solves += 1
         q = p.stack.quad_forms(sol.coef)
         return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
@@ -90,10 +92,11 @@ class BlockCoordinateDescent(Solver):
         stack, reg = problem.stack, problem.regularizer
         mu, alpha = _start(problem, revive=True)
         loop = OuterLoop(problem)
+        combined = CombinedKernel(stack)
         converged = interrupted = False
         try:
             for _ in range(problem.max_iter):
-                sol = problem.loss.solve(stack.combine(mu), problem.y, alpha0=alpha, tol=loop.inner_tol)
+                sol = problem.loss.solve(combined(mu), problem.y, alpha0=alpha, tol=loop.inner_tol)
                 alpha = sol.alpha
                 q = stack.quad_forms(sol.coef)
                 if loop.record(mu, sol, q):
@@ -378,12 +381,13 @@ class LevelMethod(Solver):
         loop = OuterLoop(problem)
         bundle = _Bundle(self.max_cuts)
         blas = ThreadpoolController()
+        combined = CombinedKernel(stack)
         pending = None  # the aggregate cut of the last LP, added with the next cut
         converged = interrupted = False
         reason = None
         try:
             for _ in range(problem.max_iter):
-                sol = loss.solve(stack.combine(mu), y, alpha0=alpha, tol=loop.inner_tol)
+                sol = loss.solve(combined(mu), y, alpha0=alpha, tol=loop.inner_tol)
                 alpha = sol.alpha
                 q = stack.quad_forms(sol.coef)
                 if pending is not None:

@@ -57,6 +57,13 @@ def ref_modchi2(A, B):
 
 
 def ref_cosine(A, B):
+    # Cosine is scale-invariant per row: rescaling keeps denormal rows (which are not zero) from
+    # underflowing in the norms.
+    def rescale(Z):
+        m = np.abs(Z).max(axis=1, keepdims=True) if Z.shape[1] else np.ones((len(Z), 1))
+        return Z / np.where(m > 0, m, 1.0)
+
+    A, B = rescale(A), rescale(B)
     na, nb = np.linalg.norm(A, axis=1), np.linalg.norm(B, axis=1)
     G = A @ B.T
     d = np.outer(na, nb)

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from multikernel.combination import CombinedKernel
 from multikernel.errors import MemoryBudgetError
 from multikernel.kernelset import KernelSet
 from multikernel.memory import estimate_stack_memory, parse_bytes
@@ -77,12 +78,59 @@ def test_dense_ops_match_numpy(dtype, seed, M, n, density):
     assert np.shares_memory(sub.data, K)
 
 
-def test_quad_forms_reads_only_the_support():
-    K = np.full((2, 6, 6), np.nan)
+def test_quad_forms_reads_only_the_support_when_it_is_sparse():
+    # Under a quarter of the columns in the support: only support x support entries are read.
+    K = np.full((2, 12, 12), np.nan)
     K[:, 1:3, 1:3] = [[2.0, 1.0], [1.0, 3.0]]
-    v = np.zeros(6)
+    v = np.zeros(12)
     v[1:3] = [1.0, -1.0]
     np.testing.assert_allclose(DenseStack(K).quad_forms(v), [3.0, 3.0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_support", [1, 3, 5, 9, 16])
+def test_quad_forms_dense_and_sparse_supports_agree_with_numpy(dtype, n_support):
+    rng = np.random.default_rng(n_support)
+    A = rng.standard_normal((3, 16, 4))
+    K = np.einsum("mik,mjk->mij", A, A).astype(dtype)
+    v = np.zeros(16)
+    v[rng.choice(16, n_support, replace=False)] = rng.standard_normal(n_support)
+    ref = np.einsum("i,mij,j->m", v, K.astype(np.float64), v)
+    np.testing.assert_allclose(DenseStack(K).quad_forms(v), ref, rtol=1e-12, atol=1e-12)
+
+
+def test_combine_accumulates_and_materialize_copies_a_subset():
+    rng = np.random.default_rng(3)
+    K = rng.standard_normal((4, 7, 7))
+    S = DenseStack(K)
+    out = S.combine([1.0, 0.0, 0.5, 0.0])
+    S.combine([0.0, 2.0, -0.5, 0.0], out=out, accumulate=True)
+    np.testing.assert_allclose(out, K[0] + 2.0 * K[1], atol=1e-14)
+    with pytest.raises(ValueError, match="accumulate"):
+        S.combine(np.ones(4), accumulate=True)
+    rows, cols = np.array([5, 1, 3]), np.array([0, 6])
+    view = S.subset(rows, cols)
+    dense = view.materialize()
+    assert dense.data.flags.c_contiguous and not np.shares_memory(dense.data, K)
+    np.testing.assert_array_equal(dense.to_array(), K[:, rows][:, :, cols])
+    w = rng.random(4)
+    np.testing.assert_allclose(dense.combine(w), view.combine(w), atol=1e-14)
+    view.combine(w, out=(acc := view.combine(w)), accumulate=True)
+    np.testing.assert_allclose(acc, 2 * dense.combine(w), atol=1e-13)
+    assert S.materialize() is S
+
+
+def test_combined_kernel_follows_any_sequence_of_weights():
+    rng = np.random.default_rng(4)
+    K = rng.standard_normal((6, 5, 5))
+    S = DenseStack(K)
+    combined = CombinedKernel(S, refresh_every=3)
+    mu = np.array([0.2, 0.0, 0.3, 0.5, 0.0, 0.0])
+    for _ in range(12):
+        mu = mu.copy()
+        changed = rng.choice(6, rng.integers(0, 4), replace=False)
+        mu[changed] = np.where(rng.random(len(changed)) < 0.3, 0.0, rng.random(len(changed)))
+        np.testing.assert_allclose(combined(mu), np.tensordot(mu, K, 1), atol=1e-13)
 
 
 def test_combine_skips_zero_weights_and_validates():
