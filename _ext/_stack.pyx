@@ -20,7 +20,7 @@ cdef extern from *:
     """
     /* AVX2 + FMA clones of the hot loops, chosen at load time on x86-64 CPUs that have them: the
        portable build targets SSE2, which halves the throughput of these bandwidth-bound loops. */
-    #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) && __GNUC__ >= 9) && !defined(__clang__)
+    #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) && __GNUC__ >= 11) && !defined(__clang__)
     #define MK_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
     #else
     #define MK_DISPATCH
@@ -128,11 +128,56 @@ cdef extern from *:
     }
     MK_QROWS(mk_qrows_f32, float)
     MK_QROWS(mk_qrows_f64, double)
+
+    /* The same for an exactly symmetric K from its upper triangle only (half the bytes): with
+       u_i = sum_{j >= i} K_ij v_j, v'Kv = sum_i v_i (2 u_i - K_ii v_i).  Four rows (ascending) read
+       from the first one's diagonal; the few entries left of a later row's diagonal are taken back. */
+    #define MK_QROWS_UPPER(NAME, T)                                                             \
+    MK_DISPATCH static double NAME(const T *K, Py_ssize_t n, const Py_ssize_t *support,         \
+                                   Py_ssize_t s, const double *v) {                             \
+        double acc = 0.0;                                                                       \
+        Py_ssize_t a = 0;                                                                       \
+        for (; a + 4 <= s; a += 4) {                                                            \
+            Py_ssize_t i[4] = {support[a], support[a + 1], support[a + 2], support[a + 3]};     \
+            const T *r0 = K + i[0] * n, *r1 = K + i[1] * n, *r2 = K + i[2] * n, *r3 = K + i[3] * n; \
+            Py_ssize_t c = i[0];                                                                \
+            double u[4] = {0.0, 0.0, 0.0, 0.0};                                                 \
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                      \
+            _Pragma("omp simd reduction(+:s0,s1,s2,s3)")                                        \
+            for (Py_ssize_t j = c; j < n; ++j) {                                                \
+                double vj = v[j];                                                               \
+                s0 += (double)r0[j] * vj; s1 += (double)r1[j] * vj;                             \
+                s2 += (double)r2[j] * vj; s3 += (double)r3[j] * vj;                             \
+            }                                                                                   \
+            u[0] = s0; u[1] = s1; u[2] = s2; u[3] = s3;                                         \
+            const T *rows[4] = {r0, r1, r2, r3};                                                \
+            for (int b = 0; b < 4; ++b) {                                                       \
+                for (Py_ssize_t j = c; j < i[b]; ++j) u[b] -= (double)rows[b][j] * v[j];        \
+                double vi = v[i[b]];                                                            \
+                acc += vi * (2.0 * u[b] - (double)rows[b][i[b]] * vi);                          \
+            }                                                                                   \
+        }                                                                                       \
+        for (; a < s; ++a) {                                                                    \
+            Py_ssize_t i = support[a];                                                          \
+            const T *r = K + i * n;                                                             \
+            double s0 = 0.0;                                                                    \
+            _Pragma("omp simd reduction(+:s0)")                                                 \
+            for (Py_ssize_t j = i; j < n; ++j) s0 += (double)r[j] * v[j];                       \
+            acc += v[i] * (2.0 * s0 - (double)r[i] * v[i]);                                     \
+        }                                                                                       \
+        return acc;                                                                             \
+    }
+    MK_QROWS_UPPER(mk_qrows_upper_f32, float)
+    MK_QROWS_UPPER(mk_qrows_upper_f64, double)
     """
     double mk_qrows_f32(const float *K, Py_ssize_t n, const Py_ssize_t *support, Py_ssize_t s,
                         const double *v) nogil
     double mk_qrows_f64(const double *K, Py_ssize_t n, const Py_ssize_t *support, Py_ssize_t s,
                         const double *v) nogil
+    double mk_qrows_upper_f32(const float *K, Py_ssize_t n, const Py_ssize_t *support, Py_ssize_t s,
+                              const double *v) nogil
+    double mk_qrows_upper_f64(const double *K, Py_ssize_t n, const Py_ssize_t *support, Py_ssize_t s,
+                              const double *v) nogil
 
 from multikernel._threads import PARALLEL_MIN_WORK, max_threads
 
@@ -145,24 +190,27 @@ cdef inline int _threads(Py_ssize_t work) noexcept nogil:
 
 
 def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
-                  const Py_ssize_t[::1] active, double[:, ::1] out, bint accumulate=False):
+                  const Py_ssize_t[::1] active, double[:, ::1] out, bint accumulate=False,
+                  bint symmetric=False):
     """out[:] = sum_{m in active} weights[m] * K[m] (rows in parallel, the GIL released); with
     ``accumulate``, ``out +=`` that sum.
 
     Row-major over ``out``: one output row stays in cache while the active kernels' rows stream past
-    it, four kernels per pass, so the stack is read exactly once.
+    it, four kernels per pass, so the stack is read exactly once.  With ``symmetric`` (every kernel is
+    exactly symmetric) only the upper triangle is read and summed, and mirrored: half the bytes.
     """
     cdef Py_ssize_t n_rows = K.shape[1], n_cols = K.shape[2], n_active = active.shape[0]
-    cdef Py_ssize_t i, a, j
+    cdef Py_ssize_t i, a, j, c0
     cdef int count, nt = _threads(n_rows * n_cols * max(n_active, 1))
     cdef Py_ssize_t m0, m1, m2, m3
     if n_rows == 0 or n_cols == 0:
         return
     with nogil:
         for i in prange(n_rows, schedule="dynamic", chunksize=16, num_threads=nt):
+            c0 = i if symmetric else 0
             if n_active == 0:
                 if not accumulate:
-                    for j in range(n_cols):
+                    for j in range(c0, n_cols):
                         out[i, j] = 0.0
                 continue
             for a in range(0, n_active, 4):
@@ -172,13 +220,17 @@ def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
                 m2 = active[a + 2] if count > 2 else m0
                 m3 = active[a + 3] if count > 3 else m0
                 if floating is float:
-                    mk_axpy4_f32(&out[i, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
+                    mk_axpy4_f32(&out[i, c0], &K[m0, i, c0], &K[m1, i, c0], &K[m2, i, c0], &K[m3, i, c0],
                                  weights[m0], weights[m1], weights[m2], weights[m3], count,
-                                 a == 0 and not accumulate, n_cols)
+                                 a == 0 and not accumulate, n_cols - c0)
                 else:
-                    mk_axpy4_f64(&out[i, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
+                    mk_axpy4_f64(&out[i, c0], &K[m0, i, c0], &K[m1, i, c0], &K[m2, i, c0], &K[m3, i, c0],
                                  weights[m0], weights[m1], weights[m2], weights[m3], count,
-                                 a == 0 and not accumulate, n_cols)
+                                 a == 0 and not accumulate, n_cols - c0)
+        if symmetric:
+            for i in prange(n_rows, schedule="static", num_threads=nt):
+                for j in range(i):
+                    out[i, j] = out[j, i]
 
 
 def combine_gather(const floating[:, :, ::1] K, const double[::1] weights, const Py_ssize_t[::1] active,
@@ -219,13 +271,14 @@ cdef inline double _row_gdot(const floating[:, :, ::1] K, Py_ssize_t m, Py_ssize
 
 
 def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
-                     const Py_ssize_t[::1] support, double[::1] out):
+                     const Py_ssize_t[::1] support, double[::1] out, bint symmetric=False):
     """out[m] = v' K[m] v, reading only the rows in ``support`` (the non-zeros of v).
 
     A sparse support (under a quarter of the columns) reads only the support x support entries, by
     gathered dot products.  A denser one reads the support rows whole, as contiguous vectorised dot
     products with ``v`` (zero off the support): gathers cost about four times as much per entry, so this
-    is faster although it reads more.  Kernels are processed in parallel.
+    is faster although it reads more; with ``symmetric`` (every kernel exactly symmetric, ``support``
+    ascending) only their upper triangles.  Kernels are processed in parallel.
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[2], s = support.shape[0]
     cdef Py_ssize_t m, a, i
@@ -238,6 +291,12 @@ def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
     cdef double[::1] vals = np.ascontiguousarray(np.asarray(v)[np.asarray(support)])
     with nogil:
         for m in prange(M, schedule="dynamic", num_threads=nt):
+            if contiguous and symmetric:
+                if floating is float:
+                    out[m] = mk_qrows_upper_f32(&K[m, 0, 0], n, &support[0], s, &v[0])
+                else:
+                    out[m] = mk_qrows_upper_f64(&K[m, 0, 0], n, &support[0], s, &v[0])
+                continue
             if contiguous:
                 if floating is float:
                     out[m] = mk_qrows_f32(&K[m, 0, 0], n, &support[0], s, &v[0])

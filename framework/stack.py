@@ -141,10 +141,13 @@ class DenseStack(KernelStack):
         ``numpy.memmap`` stays a memory map).
     rows, cols : ndarray of int, optional
         Restrict the stack to these rows and columns of ``data`` (see :meth:`subset`).
+    symmetric : bool, optional
+        Whether every kernel of ``data`` is exactly symmetric; ``None`` checks it on first use (not for a
+        memory map, which would be read whole).  Symmetric stacks are streamed by their upper triangles.
     """
 
     def __init__(self, data: np.ndarray, rows: np.ndarray | None = None,
-                 cols: np.ndarray | None = None) -> None:
+                 cols: np.ndarray | None = None, symmetric: bool | None = None) -> None:
         if not isinstance(data, np.ndarray):
             data = np.asarray(data)
         if data.ndim != 3:
@@ -158,10 +161,23 @@ class DenseStack(KernelStack):
         self.n_kernels = M
         self.n_rows = n_rows if self._rows is None else len(self._rows)
         self.n_cols = n_cols if self._cols is None else len(self._cols)
+        if n_rows != n_cols or (symmetric is None and isinstance(self.data, np.memmap)):
+            symmetric = False
+        self._data_symmetric = symmetric
 
     @property
     def dtype(self) -> np.dtype:
         return self.data.dtype
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether every kernel of this stack is exactly symmetric (the stored kernels are checked once)."""
+        if self._data_symmetric is None:
+            self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
+        if not self._data_symmetric:
+            return False
+        return self._full or (self._rows is not None and self._cols is not None
+                              and np.array_equal(self._rows, self._cols))
 
     @property
     def nbytes(self) -> int:
@@ -182,7 +198,7 @@ class DenseStack(KernelStack):
         weights, active = _weights(weights, self.n_kernels)
         out = _out(out, (self.n_rows, self.n_cols), accumulate)
         if self._full:
-            _stack.combine_dense(self.data, weights, active, out, accumulate)
+            _stack.combine_dense(self.data, weights, active, out, accumulate, self.symmetric)
         else:
             rows, cols = self._rc()
             _stack.combine_gather(self.data, weights, active, rows, cols, out, accumulate)
@@ -193,7 +209,7 @@ class DenseStack(KernelStack):
         support = np.flatnonzero(v).astype(np.intp)
         out = np.empty(self.n_kernels, dtype=np.float64)
         if self._full:
-            _stack.quad_forms_dense(self.data, v, support, out)
+            _stack.quad_forms_dense(self.data, v, support, out, self.symmetric)
         else:
             rows, cols = self._rc()
             _stack.quad_forms_gather(self.data, np.ascontiguousarray(v[support]), rows[support],
@@ -234,7 +250,7 @@ class DenseStack(KernelStack):
         out = np.empty((self.n_kernels, len(rows), len(cols)), dtype=self.data.dtype)
         for m in range(self.n_kernels):
             np.take(np.take(self.data[m], rows, axis=0), cols, axis=1, out=out[m])
-        return DenseStack(out)
+        return DenseStack(out, symmetric=None if isinstance(self.data, np.memmap) else self.symmetric)
 
     def _view(self, rows: np.ndarray, cols: np.ndarray) -> DenseStack:
         view = DenseStack.__new__(type(self))

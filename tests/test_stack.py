@@ -338,3 +338,28 @@ def test_unit_diagonal_needs_self_similarity_of_new_samples():
     ks.fit_stack(K)
     with pytest.raises(ValueError, match="k\\(x, x\\)"):
         ks.cross_stack(K[:2])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("n_support", [1, 4, 7, 13, 31])
+def test_symmetric_stacks_stream_their_upper_triangles_exactly(dtype, n_support):
+    rng = np.random.default_rng(n_support)
+    A = rng.standard_normal((5, 31, 31))
+    sym = ((A + A.transpose(0, 2, 1)) / 2).astype(dtype)
+    asym = A.astype(dtype)
+    v = np.zeros(31)
+    v[np.sort(rng.choice(31, n_support, replace=False))] = rng.standard_normal(n_support)
+    w = np.where(rng.random(5) < 0.3, 0.0, rng.random(5))
+    for K, expected in ((sym, True), (asym, False)):
+        S = DenseStack(K)
+        assert S.symmetric is expected
+        K64 = K.astype(np.float64)
+        np.testing.assert_allclose(S.quad_forms(v), np.einsum("i,mij,j->m", v, K64, v), rtol=1e-11, atol=1e-11)
+        out = S.combine(w)
+        np.testing.assert_allclose(out, np.tensordot(w, K64, 1), atol=1e-12)
+        S.combine(w, out=out, accumulate=True)
+        np.testing.assert_allclose(out, 2 * np.tensordot(w, K64, 1), atol=1e-12)
+    S = DenseStack(sym)
+    idx = np.array([3, 0, 7, 8])
+    assert S.subset(idx).symmetric and not S.subset(idx, idx[::-1]).symmetric
+    assert S.subset(idx).materialize().symmetric
