@@ -34,15 +34,17 @@ class OuterLoop:
         self.n_iter = 0
         self.inner_tol = problem.inner_tol
 
-    def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> tuple[float, float]:
+    def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray | None) -> tuple[float, float]:
         """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
 
         Any inner solution gives a certified lower bound, and any feasible ``mu`` with its classifier an
-        upper bound, so trials may end the solve early.  Returns the (upper, lower) bounds of this point.
+        upper bound, so trials may end the solve early.  Without ``q`` (a trial whose quadratic forms
+        were not computed) only the upper bound is updated.  Returns the (upper, lower) bounds of this
+        point (lower ``-inf`` without ``q``).
         """
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
-        lower = p.loss.linear_term(sol.alpha, p.y) - p.regularizer.dual_bound(0.5 * q)
+        lower = -math.inf if q is None else p.loss.linear_term(sol.alpha, p.y) - p.regularizer.dual_bound(0.5 * q)
         if upper < self.upper:
             self.upper = upper
             self.best = MKLResult(weights=mu.copy(), alpha=sol.alpha, coef=sol.coef, bias=sol.bias,

@@ -64,12 +64,21 @@ class _Evaluator:
         self.n_solves = 0
         self.combined = CombinedKernel(problem.stack)
 
-    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None) -> tuple[InnerSolution, np.ndarray, float]:
+    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True
+                 ) -> tuple[InnerSolution, np.ndarray | None, float]:
+        """The inner solution at ``mu``, its quadratic forms (``None`` unless ``with_q``) and ``F(mu)``.
+
+        Line-search trials skip the quadratic forms, a pass over the stack as costly as the combination,
+        until they are accepted (:meth:`quad_forms`).
+        """
         p = self.problem
         sol = p.loss.solve(self.combined(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
         self.n_solves += 1
-        q = p.stack.quad_forms(sol.coef)
+        q = p.stack.quad_forms(sol.coef) if with_q else None
         return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
+
+    def quad_forms(self, sol: InnerSolution) -> np.ndarray:
+        return self.problem.stack.quad_forms(sol.coef)
 
     def gradient(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray:
         return -0.5 * q + self.problem.regularizer.penalty_gradient(mu)
@@ -195,10 +204,10 @@ def _armijo(evaluate: _Evaluator, loop: OuterLoop, mu: np.ndarray, alpha0: np.nd
         return None
     for _ in range(max_backtracks):
         cand = mu + t * d
-        c_sol, c_q, c_F = evaluate(cand, alpha0)
-        loop.offer(cand, c_sol, c_q)
+        c_sol, _, c_F = evaluate(cand, alpha0, with_q=False)
+        loop.offer(cand, c_sol, None)
         if c_F <= F + sigma * t * slope:
-            return cand, c_sol, c_q, c_F
+            return cand, c_sol, evaluate.quad_forms(c_sol), c_F
         curvature = c_F - F - t * slope
         t_quad = -slope * t * t / (2.0 * curvature) if curvature > 0 else 0.5 * t
         t = min(max(t_quad, 0.1 * t), 0.5 * t)
@@ -300,11 +309,12 @@ class ReducedGradient(_LineSearchSolver):
             cand = np.maximum(mu + gamma_max * D, 0.0)
             cand[k] = 0.0
             cand /= cand.sum()
-            c_sol, c_q, c_F = evaluate(cand, sol.alpha)
-            loop.offer(cand, c_sol, c_q)
+            c_sol, _, c_F = evaluate(cand, sol.alpha, with_q=False)
+            loop.offer(cand, c_sol, None)
             if c_F >= F:
                 break
-            mu, sol, q, F, improved = cand, c_sol, c_q, c_F, True
+            mu, sol, q, F, improved = cand, c_sol, evaluate.quad_forms(c_sol), c_F, True
+            loop.offer(mu, sol, q)  # its lower bound, in case a later maximal step replaces it
             D = self._direction(mu, grad)
             if np.max(np.abs(D)) <= tiny or float(evaluate.gradient(mu, q) @ D) >= 0:
                 return mu, sol, q, F
