@@ -9,6 +9,7 @@ the selected point and tests.  Units run in worker processes; they return plain 
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import traceback
@@ -30,7 +31,7 @@ from multikernel.registry import get_registry
 from multikernel.stackcv import (
     FitOutcome,
     binary_targets,
-    cross_validate,
+    cross_validate_methods,
     decision_values,
     fit_point,
     predict_labels,
@@ -210,20 +211,31 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
     M = stack.n_kernels
     folds = (list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed + task.repeat)
                   .split(np.zeros(len(ytr)), ytr)) if s.cv_folds >= 2 else [])
-    outcomes: dict[int, FitOutcome] = {}
+    grids: dict[int, list[dict[str, Any]]] = {}
     for k, (member, rec) in enumerate(zip(task.members, records, strict=True)):
         with _Recorder(rec):
-            points = resolve_grid(member.method.grid, M)
-            rec.update(n_kernels=M, n_features=int(X.shape[1]), n_train=len(ytr), n_test=len(yte), grid=points,
-                       kernel_time=kernel_time)
-            best = 0
-            if folds and len(points) > 1:
-                scores, info = cross_validate(stack, ytr, classes, folds, member.method, points, task.solver,
-                                              warm_start=s.warm_start)
-                best = select_best(scores)
-                rec.update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
+            grids[k] = resolve_grid(member.method.grid, M)
+            rec.update(n_kernels=M, n_features=int(X.shape[1]), n_train=len(ytr), n_test=len(yte),
+                       grid=grids[k], kernel_time=kernel_time)
+    # Folds outside, methods inside: a fold's sub-stacks are taken once for every method.
+    searched = [k for k, points in grids.items() if folds and len(points) > 1]
+    results = cross_validate_methods(stack, ytr, classes, folds,
+                                     [(task.members[k].method, grids[k]) for k in searched], task.solver,
+                                     warm_start=s.warm_start,
+                                     guards=[functools.partial(_Recorder, records[k]) for k in searched])
+    for k, (scores, info) in zip(searched, results, strict=True):
+        if "error" not in records[k]:
+            records[k].update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
+    outcomes: dict[int, FitOutcome] = {}
+    for k, points in grids.items():
+        rec = records[k]
+        if "error" in rec:
+            continue
+        with _Recorder(rec):
+            best = select_best(np.array(rec["cv_scores"])) if k in searched else 0
             cpu0 = time.process_time()
-            outcomes[k] = fit_point(stack, binary_targets(ytr, classes), member.method, points[best], task.solver)
+            outcomes[k] = fit_point(stack, binary_targets(ytr, classes), task.members[k].method, points[best],
+                                    task.solver)
             rec.update(_summary(outcomes[k]), best_params=points[best], fit_cpu_time=time.process_time() - cpu0)
     t1 = time.perf_counter()
     decisions = _test_decisions(kernel_set, Xte, len(ytr), list(outcomes.values()), s.cross_block_mb)

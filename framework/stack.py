@@ -235,6 +235,8 @@ class DenseStack(KernelStack):
         r = _index(rows, self.n_rows, "rows")
         c = r if cols is None else _index(cols, self.n_cols, "columns")
         base_rows, base_cols = self._rc()
+        if self._data_symmetric is None:  # checked once here, not once per view
+            self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
         return type(self)._view(self, base_rows[r], base_cols[c])
 
     def materialize(self) -> DenseStack:

@@ -17,8 +17,10 @@ to the first point in :class:`~sklearn.model_selection.ParameterGrid` order.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -44,6 +46,7 @@ __all__ = [
     "decision_values",
     "predict_labels",
     "cross_validate",
+    "cross_validate_methods",
     "select_best",
     "subset_stack",
     "binary_targets",
@@ -267,25 +270,60 @@ def cross_validate(stack: KernelStack, y: np.ndarray, classes: np.ndarray,
     ``folds`` are (train, validation) index pairs into the rows of the square training ``stack``.  Each
     fold's sub-stacks are taken once and serve every grid point.
     """
-    scores = np.empty((len(points), len(folds)))
-    chains = warm_chains(points)
-    n_fits = n_iter = 0
-    start = time.perf_counter()
+    return cross_validate_methods(stack, y, classes, folds, [(spec, points)], solver_config, warm_start)[0]
+
+
+def cross_validate_methods(stack: KernelStack, y: np.ndarray, classes: np.ndarray,
+                           folds: Sequence[tuple[np.ndarray, np.ndarray]],
+                           methods: Sequence[tuple[MethodSpec, Sequence[dict[str, Any]]]],
+                           solver_config: SolverConfig, warm_start: bool = True,
+                           guards: Sequence[Callable[[], AbstractContextManager]] | None = None
+                           ) -> list[tuple[np.ndarray, dict[str, Any]]]:
+    """:func:`cross_validate` for several (method, grid points) pairs on the same folds.
+
+    The folds are the outer loop, so each fold's sub-stacks (a contiguous copy for in-memory stacks) are
+    taken once for all the methods and only one fold's copy is alive at a time.  ``guards`` (one per
+    method) make the context each method's work of a fold runs in; a guard that swallows an exception
+    marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).
+    """
+    results = [(np.full((len(points), len(folds)), np.nan),
+                {"cv_time": 0.0, "cv_fits": 0, "cv_outer_iterations": 0}) for _, points in methods]
+    guards = list(guards) if guards is not None else [contextlib.nullcontext] * len(methods)
+    failed = [False] * len(methods)
     for f, (train, val) in enumerate(folds):
+        if all(failed):
+            break
         fold_train = subset_stack(stack, train, train)
         fold_val = subset_stack(stack, val, train)
         targets = binary_targets(y[train], classes)
-        for chain in chains:
-            previous: FitOutcome | None = None
-            for i in chain:
-                outcome = fit_point(fold_train, targets, spec, points[i], solver_config,
-                                    warm=previous if warm_start else None)
-                predicted = predict_labels(decision_values(fold_val, outcome), classes)
-                scores[i, f] = float(np.mean(predicted == y[val]))
-                previous = outcome
-                n_fits += 1
-                n_iter += sum(r.n_iter for r in outcome.results)
-    return scores, {"cv_time": time.perf_counter() - start, "cv_fits": n_fits, "cv_outer_iterations": n_iter}
+        for j, ((spec, points), (scores, info)) in enumerate(zip(methods, results, strict=True)):
+            if failed[j]:
+                continue
+            failed[j] = True  # until this fold's work has finished
+            with guards[j]():
+                _cross_validate_fold(fold_train, fold_val, y[val], targets, classes, f, spec, points,
+                                     solver_config, warm_start, scores, info)
+                failed[j] = False
+    return results
+
+
+def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, y_val: np.ndarray,
+                         targets: list[np.ndarray], classes: np.ndarray, f: int, spec: MethodSpec,
+                         points: Sequence[dict[str, Any]], solver_config: SolverConfig, warm_start: bool,
+                         scores: np.ndarray, info: dict[str, Any]) -> None:
+    """One fold of one method: every grid point along its warm-start chains."""
+    start = time.perf_counter()
+    for chain in warm_chains(points):
+        previous: FitOutcome | None = None
+        for i in chain:
+            outcome = fit_point(fold_train, targets, spec, points[i], solver_config,
+                                warm=previous if warm_start else None)
+            predicted = predict_labels(decision_values(fold_val, outcome), classes)
+            scores[i, f] = float(np.mean(predicted == y_val))
+            previous = outcome
+            info["cv_fits"] += 1
+            info["cv_outer_iterations"] += sum(r.n_iter for r in outcome.results)
+    info["cv_time"] += time.perf_counter() - start
 
 
 def select_best(scores: np.ndarray) -> int:

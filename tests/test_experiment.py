@@ -10,6 +10,7 @@ from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
 import multikernel.experiment as experiment
 import multikernel.experiment_units as units
+import multikernel.stackcv as stackcv
 from multikernel import MKLClassifier
 from multikernel.cli import main
 from multikernel.config import SolverConfig
@@ -109,22 +110,24 @@ def test_interrupt_keeps_finished_units(tmp_path, monkeypatch):
     assert seen[2:] == ["benchmark/ring/1/average", "benchmark/ring/1/L1"]  # only the missing units ran
 
 
-def test_a_failing_unit_is_reported_and_retried(tmp_path, monkeypatch, capsys):
-    real = units.fit_point
+@pytest.mark.parametrize("stage", ["refit", "cross-validation"])
+def test_a_failing_unit_is_reported_and_retried(tmp_path, monkeypatch, capsys, stage):
+    module = units if stage == "refit" else stackcv
+    real = module.fit_point
 
     def broken(stack, targets, spec, *args, **kwargs):
         if spec.method == "l1mkl":
             raise FloatingPointError("solver exploded")
         return real(stack, targets, spec, *args, **kwargs)
 
-    monkeypatch.setattr(units, "fit_point", broken)
+    monkeypatch.setattr(module, "fit_point", broken)
     cfg = _config(tmp_path)
     summary = run_experiment(cfg, progress=False)
     assert [e["key"] for e in summary["errors"]] == ["benchmark/ring/0/L1", "benchmark/ring/1/L1"]
     assert "FloatingPointError: solver exploded" in summary["errors"][0]["error"]
     assert summary["finished_units"] == 2 and "L1" not in summary["benchmark"]["table"]["ring"]
     assert "**Failed units**" in (tmp_path / "out" / "results.md").read_text()
-    monkeypatch.setattr(units, "fit_point", real)
+    monkeypatch.setattr(module, "fit_point", real)
     again = run_experiment(cfg, progress=False)
     assert again["errors"] == [] and again["finished_units"] == 4
 
