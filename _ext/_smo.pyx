@@ -19,6 +19,7 @@ cache of rows filled by a Python column provider.  Shrinking keeps a sorted list
 instead of permuting arrays, so that row accesses stay monotone (cache- and prefetch-friendly).
 """
 
+from cpython.exc cimport PyErr_Clear
 from cpython.ref cimport PyObject
 from cython cimport floating
 from cython.parallel cimport prange
@@ -40,6 +41,7 @@ cdef Py_ssize_t CHUNK = 512      # rows of the gradient one thread owns in the p
 cdef Py_ssize_t PARALLEL_MIN_WORK = 32000000
 # Steps between two shrinking passes (libsvm uses min(n, 1000)).
 cdef Py_ssize_t SHRINK_EVERY = 1000
+cdef long long SIGNAL_EVERY = 16384  # iterations between two checks for Ctrl-C (takes the GIL briefly)
 
 
 ctypedef struct RowCache:
@@ -93,7 +95,26 @@ ctypedef struct Problem:
     long long ac_miss      # active-row cache misses (diagnostics)
     int neg_curv
     int hit_max_iter
+    int interrupted    # Ctrl-C seen (checked every SIGNAL_EVERY iterations, main thread only)
     int error
+
+
+# Declared without an exception clause: the -1 is read here, not propagated from a noexcept function.
+cdef extern from "Python.h":
+    int _check_signals "PyErr_CheckSignals" ()
+
+
+cdef int _signal_pending() noexcept nogil:
+    """Whether a signal handler raised (Ctrl-C): long solves stop and report instead of ignoring it.
+
+    The handler's exception is cleared here; the solver raises KeyboardInterrupt once it has stopped.
+    """
+    cdef int raised
+    with gil:
+        raised = _check_signals() != 0
+        if raised:
+            PyErr_Clear()
+    return raised
 
 
 cdef inline unsigned char _status(double a, double lo, double up, double c) noexcept nogil:
@@ -864,6 +885,9 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
         if P.max_iter >= 0 and P.n_iter >= P.max_iter:
             P.hit_max_iter = 1
             break
+        if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
+            P.interrupted = 1
+            break
         if P.shrinking and not just_unshrunk:
             counter -= 1
             if counter == 0:
@@ -1039,6 +1063,9 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     while True:
         if P.max_iter >= 0 and P.n_iter >= P.max_iter:
             P.hit_max_iter = 1
+            break
+        if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
+            P.interrupted = 1
             break
         if P.shrinking and not just_unshrunk:
             counter -= 1
@@ -1297,6 +1324,7 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     P.ac_miss = 0
     P.neg_curv = 0
     P.hit_max_iter = 0
+    P.interrupted = 0
     P.error = 0
     if provider is not None:
         C = &provider.cache
@@ -1316,6 +1344,8 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
             rc = _run[double](&P, &AC, &K64[0, 0], C)
     if rc < 0:
         raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
+    if P.interrupted:
+        raise KeyboardInterrupt(f"SMO solve interrupted after {P.n_iter} iterations")
     G = -np.asarray(c) * F
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
             "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),

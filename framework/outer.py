@@ -102,6 +102,8 @@ class OuterLoop:
         example when a line search can no longer decrease the objective).
         """
         if self.best is None:
+            if interrupted:
+                raise KeyboardInterrupt("interrupted during the first inner solve: no weights to return yet")
             raise RuntimeError("the outer loop was stopped before its first iteration finished")
         res = self.best
         res.lower_bound, res.dual_gap = self.lower, self.gap

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import cvxpy as cp
@@ -408,3 +409,24 @@ def test_fortran_input_is_read_in_place_and_threads_agree():
     np.testing.assert_array_equal(results[0].alpha, results[2].alpha)
     np.testing.assert_array_equal(results[1].alpha, results[3].alpha)
     assert results[0].alpha.max() <= 0.5 < results[1].alpha.max()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="os.kill(SIGINT) ends the process on Windows")
+def test_ctrl_c_stops_a_long_solve():
+    # tol below any reachable violation: only the interrupt can end this solve before max_iter.
+    import os
+    import signal
+    import threading
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((600, 20))
+    y = np.where(rng.random(600) < 0.5, -1.0, 1.0)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    timer = threading.Timer(0.2, lambda: os.kill(os.getpid(), signal.SIGINT))
+    try:
+        timer.start()
+        with pytest.raises(KeyboardInterrupt, match="SMO solve interrupted after"):
+            solve_qp(A @ A.T, y, p=-1.0, lower=0.0, upper=1e4, y_sum=0.0, tol=1e-300, max_iter=10**9)
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGINT, previous)
