@@ -176,7 +176,8 @@ def test_uniform_needs_one_svm_solve():
     np.testing.assert_array_equal(res.weights, np.full(3, 1.0 / 3))
 
 
-def test_interrupt_returns_the_best_iterate():
+@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
+def test_interrupt_returns_the_best_iterate(reg):
     Ks, y = random_problem(3, n=20, M=4)
 
     def stop_after_three(entry):
@@ -184,15 +185,16 @@ def test_interrupt_returns_the_best_iterate():
             raise KeyboardInterrupt
 
     with pytest.warns(RuntimeWarning, match="interrupted after 3 outer iterations"):
-        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, callback=stop_after_three)
+        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, callback=stop_after_three)
     assert not res.converged and res.n_iter == 3
     assert res.objective == min(h["upper"] for h in res.history)
 
 
-def test_max_iter_warns_with_the_gap():
+@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
+def test_max_iter_warns_with_the_gap(reg):
     Ks, y = random_problem(1, n=20, M=4)
     with pytest.warns(ConvergenceWarning, match=r"max_iter=3 with a relative duality gap of [0-9.e-]+"):
-        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, max_iter=3)
+        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, max_iter=3)
     assert not res.converged and res.n_iter == 3 and np.isfinite(res.dual_gap)
 
 
