@@ -53,9 +53,10 @@ METHODS = (
     ),
     Method(
         name="sm2mkl",
-        summary="Square-hinge soft margin MKL: simplex + ||mu||^2/(2 theta), projected gradient (theta = 1).",
-        loss="csvc", regularizer="simplex_l2", solver="projected_gradient", regularizer_params={"theta": 1.0},
-        citation=_XU2013 + " (SM2MKL, Algorithm 2)",
+        summary="Square-hinge soft margin MKL: simplex + ||mu||^2/(2 theta) (theta = 1), level method "
+                "(solver='projected_gradient' is the paper's Algorithm 2).",
+        loss="csvc", regularizer="simplex_l2", solver="level", regularizer_params={"theta": 1.0},
+        citation=_XU2013 + " (SM2MKL); Xu, Jin, King and Lyu, NIPS 2008 (level method)",
     ),
 )
 

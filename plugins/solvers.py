@@ -360,9 +360,17 @@ class LevelMethod(Solver):
     L-BFGS-B on a handful of bounded variables solves it (a dense QP over ``M`` weights is avoided).  An
     inexact dual solution still yields a point of ``D``; only the level constraints are then approximate.
 
-    Every SVM solve is warm-started from the previous ``alpha``.  Works for the pure-constraint polyhedral
-    domains: ``simplex`` (L1-MKL), ``box_simplex`` (SM1MKL) and ``uniform``; penalised regularizers would
-    need the penalty inside the model and the other domains are not polyhedral.
+    Every SVM solve is warm-started from the previous ``alpha``.  Works for the polyhedral domains
+    ``simplex`` (L1-MKL), ``box_simplex`` (SM1MKL) and ``uniform``, with or without a convex penalty
+    ``Omega``: for a penalised regularizer (``simplex_l2``, i.e. SM2MKL, and ``simplex_power``) each cut of
+    ``J`` gets the tangent of ``Omega`` at the iterate, ``Omega(mu_i) + grad Omega(mu_i)'(mu - mu_i)``, so the
+    model is a cutting-plane model of ``F = J + Omega`` and stays an LP; the aggregate cut carries the same
+    combination of tangents.  The certified lower bound still uses the exact penalty (the loop's
+    ``dual_bound`` of ``alpha_bar``).  The other domains are not polyhedral.
+
+    For SM2MKL this replaces Algorithm 2 (projected gradient) as the preset: ``F`` is nearly flat along the
+    weights (its curvature there comes only from ``||mu||^2 / (2 theta)``), and gradient steps crawl, while
+    the cutting planes of ``J`` are exact wherever the SVM's support does not change.
 
     Parameters
     ----------
@@ -402,7 +410,9 @@ class LevelMethod(Solver):
                 q = stack.quad_forms(sol.coef)
                 if pending is not None:
                     bundle.add(*pending)
-                bundle.add(loss.linear_term(sol.alpha, y), q, sol.alpha, sol.coef)
+                # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
+                o, g = _penalty_tangent(problem.regularizer, mu)
+                bundle.add(loss.linear_term(sol.alpha, y), q, sol.alpha, sol.coef, o, g)
                 model = bundle.model_minimum(cap)
                 pending = None if model is None else self._aggregate(problem, loop, bundle, mu, model[1])
                 if loop.record(mu, sol, q):
@@ -439,19 +449,28 @@ class LevelMethod(Solver):
         # tensordot: alpha is (n,) for one problem, (T, n) for tasks sharing the weights
         alpha_bar, coef_bar = np.tensordot(lam, bundle.alphas, axes=1), np.tensordot(lam, bundle.coefs, axes=1)
         q_bar = problem.stack.quad_forms(coef_bar)
+        o_bar, g_bar = float(lam @ bundle.O), lam @ bundle.G
         # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
         aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
                                   primal_objective=math.inf)
         loop.offer(mu, aggregate, q_bar)
-        return problem.loss.linear_term(alpha_bar, problem.y), q_bar, alpha_bar, coef_bar
+        return problem.loss.linear_term(alpha_bar, problem.y), q_bar, alpha_bar, coef_bar, o_bar, g_bar
+
+
+def _penalty_tangent(reg: Regularizer, mu: np.ndarray) -> tuple[float, np.ndarray]:
+    """The tangent ``o + g'nu`` of the penalty at ``mu`` (``o = Omega(mu) - g'mu``, ``g = grad Omega(mu)``).
+
+    It lies below the convex penalty everywhere, so a cut of ``J`` plus it is a cut of ``F``.
+    """
+    if type(reg).penalty is Regularizer.penalty:
+        return 0.0, np.zeros(len(mu))
+    g = np.asarray(reg.penalty_gradient(mu), dtype=np.float64)
+    return float(reg.penalty(mu) - g @ mu), g
 
 
 def _polyhedral_cap(reg: Regularizer, n_kernels: int) -> float:
     """The upper bound of every weight for the domains ``{sum mu = 1, 0 <= mu <= cap}``; else ValueError."""
     domain = getattr(reg, "domain", None)
-    if type(reg).penalty is not Regularizer.penalty:
-        raise ValueError(f"the level method needs a regularizer without penalty; {reg.name!r} has one. "
-                         f"Use 'projected_gradient' or 'bcd'")
     reg.check(n_kernels)
     if domain == "simplex":
         return 1.0
@@ -474,6 +493,8 @@ class _Bundle:
         self.max_cuts = max_cuts
         self.L = np.zeros(0)
         self.Q: np.ndarray | None = None
+        self.O = np.zeros(0)
+        self.G: np.ndarray | None = None
         self.alphas: np.ndarray | None = None
         self.coefs: np.ndarray | None = None
         self.age = np.zeros(0, dtype=np.int64)
@@ -481,14 +502,25 @@ class _Bundle:
         self.nu = np.zeros(0)
         self._count = 0
 
-    def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray) -> None:
+    def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray, o: float = 0.0,
+            g: np.ndarray | None = None) -> None:
+        """Add the cut ``L - q'mu/2`` of ``J`` from ``alpha`` plus the penalty tangent ``o + g'mu``.
+
+        The bundle keeps the cut of ``F``, ``(L + o) - (q - 2 g)'mu / 2``, in ``L`` and ``Q``; ``O`` and ``G``
+        keep the tangents, which the aggregate cut needs (zero for the penalty-free domains).
+        """
+        g = np.zeros(len(q)) if g is None else np.asarray(g, dtype=np.float64)
+        fq = q - 2.0 * g
         if self.Q is None:
-            self.Q, self.alphas, self.coefs = q[None, :].copy(), alpha[None].copy(), coef[None].copy()
+            self.Q, self.alphas, self.coefs = fq[None, :].copy(), alpha[None].copy(), coef[None].copy()
+            self.G = g[None, :].copy()
         else:
-            self.Q = np.vstack([self.Q, q])
+            self.Q = np.vstack([self.Q, fq])
             self.alphas = np.concatenate([self.alphas, alpha[None]])
             self.coefs = np.concatenate([self.coefs, coef[None]])
-        self.L = np.append(self.L, L)
+            self.G = np.vstack([self.G, g])
+        self.L = np.append(self.L, L + o)
+        self.O = np.append(self.O, o)
         self.age = np.append(self.age, self._count)
         self.active = np.append(self.active, True)
         self.nu = np.append(self.nu, 0.0)
@@ -504,6 +536,7 @@ class _Bundle:
         keep[order[:excess]] = False
         keep[-1] = True  # never the newest cut
         self.L, self.Q, self.alphas, self.coefs = self.L[keep], self.Q[keep], self.alphas[keep], self.coefs[keep]
+        self.O, self.G = self.O[keep], self.G[keep]
         self.age, self.active, self.nu = self.age[keep], self.active[keep], self.nu[keep]
 
     def model_minimum(self, cap: float) -> tuple[float, np.ndarray, np.ndarray] | None:

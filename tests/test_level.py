@@ -11,8 +11,16 @@ from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.interfaces import MKLProblem
 from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
-from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, LpBall, Simplex, SimplexL2, Uniform
-from multikernel.plugins.solvers import LevelMethod, ReducedGradient, _Bundle
+from multikernel.plugins.regularizers import (
+    BoxSimplex,
+    ElasticNet,
+    LpBall,
+    Simplex,
+    SimplexL2,
+    SimplexPower,
+    Uniform,
+)
+from multikernel.plugins.solvers import LevelMethod, ProjectedGradient, ReducedGradient, _Bundle
 from multikernel.registry import get_registry
 from multikernel.stack import DenseStack
 
@@ -92,6 +100,48 @@ def test_warm_start_from_the_solution_stops_at_once():
         assert warm.objective == pytest.approx(cold.objective, rel=1e-4)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("reg", [SimplexL2(theta=0.05), SimplexL2(theta=1.0), SimplexL2(theta=5.0),
+                                 SimplexPower(theta=1.0, p=3.0)], ids=lambda r: f"{r.name}-{r.theta:g}")
+def test_penalised_simplex_equals_the_reference_and_projected_gradient(reg, seed):
+    # The cuts of F = J + Omega add the penalty's tangent to the cut of J (SM2MKL is the `sm2mkl` preset).
+    Ks, y = random_problem(seed, n=25, M=5)
+    C = (0.3, 1.0, 10.0, 3.0)[seed]
+    ref = reference_value(Ks, y, reg, C=C)
+    res = solve_mkl(Ks, y, reg, LevelMethod(), C=C, tol=1e-8, inner_tol=1e-10, max_iter=1000)
+    assert res.converged and res.dual_gap <= 1e-8
+    assert res.lower_bound <= ref + 1e-7 * abs(ref) and res.objective >= ref - 1e-7 * abs(ref)
+    assert res.objective == pytest.approx(ref, rel=1e-6)
+    assert res.weights.sum() == pytest.approx(1.0) and np.all(res.weights >= 0)
+    # The same weights as Algorithm 2: F is strongly convex (modulus 1/theta for SM2MKL), so a gap of 1e-8
+    # pins them down.
+    pg = solve_mkl(Ks, y, reg, ProjectedGradient(), C=C, tol=1e-8, inner_tol=1e-10, max_iter=5000)
+    assert pg.converged
+    np.testing.assert_allclose(res.weights, pg.weights, atol=1e-3)
+    assert res.n_iter == len(res.history)
+
+
+@pytest.mark.parametrize("theta", [0.1, 1.0])
+def test_penalised_simplex_warm_starts(theta):
+    Ks, y = random_problem(5, n=25, M=5)
+    reg = SimplexL2(theta=theta)
+    cold = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-9, inner_tol=1e-10)
+    warm = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-4, warm_start=cold)
+    assert warm.n_iter == 1 < cold.n_iter
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-4)
+    # A warm start from a neighbouring theta (the next point of a grid) converges to the new optimum.
+    other = SimplexL2(theta=2.0 * theta)
+    fresh = solve_mkl(Ks, y, other, LevelMethod(), tol=1e-7)
+    moved = solve_mkl(Ks, y, other, LevelMethod(), tol=1e-7, warm_start=cold)
+    assert moved.converged and moved.objective == pytest.approx(fresh.objective, rel=1e-6)
+    np.testing.assert_allclose(moved.weights, fresh.weights, atol=1e-2)
+
+
+def test_sm2mkl_preset_uses_the_level_method():
+    method = get_registry().get("method", "sm2mkl")
+    assert (method.regularizer, method.solver) == ("simplex_l2", "level")
+
+
 def test_warm_start_is_made_feasible_for_the_new_domain():
     Ks, y = random_problem(4, n=20, M=4)
     l1 = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-5)
@@ -126,7 +176,8 @@ def test_uniform_needs_one_svm_solve():
     np.testing.assert_array_equal(res.weights, np.full(3, 1.0 / 3))
 
 
-def test_interrupt_returns_the_best_iterate():
+@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
+def test_interrupt_returns_the_best_iterate(reg):
     Ks, y = random_problem(3, n=20, M=4)
 
     def stop_after_three(entry):
@@ -134,15 +185,16 @@ def test_interrupt_returns_the_best_iterate():
             raise KeyboardInterrupt
 
     with pytest.warns(RuntimeWarning, match="interrupted after 3 outer iterations"):
-        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, callback=stop_after_three)
+        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, callback=stop_after_three)
     assert not res.converged and res.n_iter == 3
     assert res.objective == min(h["upper"] for h in res.history)
 
 
-def test_max_iter_warns_with_the_gap():
+@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
+def test_max_iter_warns_with_the_gap(reg):
     Ks, y = random_problem(1, n=20, M=4)
     with pytest.warns(ConvergenceWarning, match=r"max_iter=3 with a relative duality gap of [0-9.e-]+"):
-        res = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-12, max_iter=3)
+        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, max_iter=3)
     assert not res.converged and res.n_iter == 3 and np.isfinite(res.dual_gap)
 
 
@@ -154,8 +206,8 @@ def test_few_cuts_still_converge():
     assert res.converged and res.objective == pytest.approx(ref, rel=1e-4)
 
 
-@pytest.mark.parametrize("reg", [SimplexL2(), LpBall(p=2.0), ElasticNet(v=0.5)], ids=lambda r: r.name)
-def test_needs_a_polyhedral_domain_without_penalty(reg):
+@pytest.mark.parametrize("reg", [LpBall(p=2.0), ElasticNet(v=0.5)], ids=lambda r: r.name)
+def test_needs_a_polyhedral_domain(reg):
     Ks, y = random_problem(0, n=15, M=3)
     with pytest.raises(ValueError, match="the level method needs"):
         solve_mkl(Ks, y, reg, LevelMethod())

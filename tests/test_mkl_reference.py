@@ -42,6 +42,8 @@ CASES = [
     (SimplexL2(theta=0.5), ProjectedGradient()),
     (SimplexL2(theta=2.0), BlockCoordinateDescent()),
     (SimplexL2(theta=0.5), ReducedGradient()),
+    (SimplexL2(theta=1.0), LevelMethod()),
+    (SimplexPower(theta=1.0, p=3.0), LevelMethod()),
     (SimplexPower(theta=1.0, p=3.0), ProjectedGradient()),
     (LpBall(p=1.5), BlockCoordinateDescent()),
     (LpBall(p=3.0), ProjectedGradient()),
