@@ -186,7 +186,7 @@ class CosineKernel(FeatureKernel):
         return apply_map(base, "scale", out)
 
     def _self_similarity(self, A):
-        return (np.einsum("ij,ij->i", A, A) > 0).astype(np.float64)
+        return (np.abs(A) > 0).any(axis=1).astype(np.float64)  # 1 for any non-zero row, however small
 
 
 # -------------------------------------------------------------------------------------------------
