@@ -271,8 +271,9 @@ cdef inline double _row_gdot(const floating[:, :, ::1] K, Py_ssize_t m, Py_ssize
 
 
 def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
-                     const Py_ssize_t[::1] support, double[::1] out, bint symmetric=False):
-    """out[m] = v' K[m] v, reading only the rows in ``support`` (the non-zeros of v).
+                     const Py_ssize_t[::1] support, const Py_ssize_t[::1] kernels, double[::1] out,
+                     bint symmetric=False):
+    """out[t] = v' K[m] v for m = kernels[t], reading only the rows in ``support`` (the non-zeros of v).
 
     A sparse support (under a quarter of the columns) reads only the support x support entries, by
     gathered dot products.  A denser one reads the support rows whole, as contiguous vectorised dot
@@ -280,33 +281,34 @@ def quad_forms_dense(const floating[:, :, ::1] K, const double[::1] v,
     is faster although it reads more; with ``symmetric`` (every kernel exactly symmetric, ``support``
     ascending) only their upper triangles.  Kernels are processed in parallel.
     """
-    cdef Py_ssize_t M = K.shape[0], n = K.shape[2], s = support.shape[0]
-    cdef Py_ssize_t m, a, i
+    cdef Py_ssize_t T = kernels.shape[0], n = K.shape[2], s = support.shape[0]
+    cdef Py_ssize_t m, t, a
     cdef double acc
     cdef bint contiguous = 4 * s >= n
-    cdef int nt = _threads(M * s * s)
+    cdef int nt = _threads(T * s * s)
     if n == 0 or s == 0:
         out[:] = 0.0
         return
     cdef double[::1] vals = np.ascontiguousarray(np.asarray(v)[np.asarray(support)])
     with nogil:
-        for m in prange(M, schedule="dynamic", num_threads=nt):
+        for t in prange(T, schedule="dynamic", num_threads=nt):
+            m = kernels[t]
             if contiguous and symmetric:
                 if floating is float:
-                    out[m] = mk_qrows_upper_f32(&K[m, 0, 0], n, &support[0], s, &v[0])
+                    out[t] = mk_qrows_upper_f32(&K[m, 0, 0], n, &support[0], s, &v[0])
                 else:
-                    out[m] = mk_qrows_upper_f64(&K[m, 0, 0], n, &support[0], s, &v[0])
+                    out[t] = mk_qrows_upper_f64(&K[m, 0, 0], n, &support[0], s, &v[0])
                 continue
             if contiguous:
                 if floating is float:
-                    out[m] = mk_qrows_f32(&K[m, 0, 0], n, &support[0], s, &v[0])
+                    out[t] = mk_qrows_f32(&K[m, 0, 0], n, &support[0], s, &v[0])
                 else:
-                    out[m] = mk_qrows_f64(&K[m, 0, 0], n, &support[0], s, &v[0])
+                    out[t] = mk_qrows_f64(&K[m, 0, 0], n, &support[0], s, &v[0])
                 continue
             acc = 0.0
             for a in range(s):
                 acc = acc + vals[a] * _row_gdot(K, m, support[a], &support[0], &vals[0], s)
-            out[m] = acc
+            out[t] = acc
 
 
 def quad_forms_gather(const floating[:, :, ::1] K, const double[::1] vals,

@@ -57,9 +57,9 @@ class SummedQuadForms(KernelStack):
                 ) -> np.ndarray:
         return self.stack.combine(weights, out, accumulate)
 
-    def quad_forms(self, v: np.ndarray) -> np.ndarray:
+    def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         v = np.atleast_2d(v)
-        return np.sum([self.stack.quad_forms(row) for row in v], axis=0)
+        return np.sum([self.stack.quad_forms(row, kernels) for row in v], axis=0)
 
     def kernel(self, m: int) -> np.ndarray:
         return self.stack.kernel(m)

@@ -53,8 +53,12 @@ class OuterLoop:
         self.lower = max(self.lower, lower)
         return upper, lower
 
-    def record(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> bool:
-        """Record iteration results; return True when the stopping rule is met."""
+    def record(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray | None) -> bool:
+        """Record iteration results; return True when the stopping rule is met.
+
+        ``q=None`` (the quadratic forms were not all computed) records the upper bound only; the gap then
+        uses the best lower bound found so far, so the rule stays certified.
+        """
         p = self.problem
         self.n_iter += 1
         upper, lower = self.offer(mu, sol, q)

@@ -49,6 +49,13 @@ def _weights(weights: np.ndarray, n_kernels: int) -> tuple[np.ndarray, np.ndarra
     return weights, np.flatnonzero(weights).astype(np.intp)
 
 
+def _kernel_index(kernels: Sequence[int] | np.ndarray, stack: KernelStack) -> np.ndarray:
+    ks = np.ascontiguousarray(kernels, dtype=np.intp).ravel()
+    if ks.size and (ks.min() < 0 or ks.max() >= stack.n_kernels):
+        raise ValueError(f"kernel indices out of range for {stack.n_kernels} kernels")
+    return ks
+
+
 def _out(out: np.ndarray | None, shape: tuple[int, int], accumulate: bool = False) -> np.ndarray:
     if out is None:
         if accumulate:
@@ -93,8 +100,12 @@ class KernelStack:
         """
         raise NotImplementedError
 
-    def quad_forms(self, v: np.ndarray) -> np.ndarray:
-        """``q[m] = v' K_m v`` for every kernel (square stacks), touching only the non-zeros of ``v``."""
+    def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
+        """``q[m] = v' K_m v`` for every kernel (square stacks), touching only the non-zeros of ``v``.
+
+        With ``kernels`` (indices), only those forms, in that order: a solver whose update ignores the
+        kernels at zero weight reads only the others (backends without a faster path compute all).
+        """
         raise NotImplementedError
 
     def kernel(self, m: int) -> np.ndarray:
@@ -204,17 +215,18 @@ class DenseStack(KernelStack):
             _stack.combine_gather(self.data, weights, active, rows, cols, out, accumulate)
         return out
 
-    def quad_forms(self, v: np.ndarray) -> np.ndarray:
+    def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         v = self._check_v(v)
         support = np.flatnonzero(v).astype(np.intp)
-        out = np.empty(self.n_kernels, dtype=np.float64)
         if self._full:
-            _stack.quad_forms_dense(self.data, v, support, out, self.symmetric)
-        else:
-            rows, cols = self._rc()
-            _stack.quad_forms_gather(self.data, np.ascontiguousarray(v[support]), rows[support],
-                                     cols[support], out)
-        return out
+            ks = np.arange(self.n_kernels, dtype=np.intp) if kernels is None else _kernel_index(kernels, self)
+            out = np.empty(len(ks), dtype=np.float64)
+            _stack.quad_forms_dense(self.data, v, support, ks, out, self.symmetric)
+            return out
+        rows, cols = self._rc()
+        out = np.empty(self.n_kernels, dtype=np.float64)
+        _stack.quad_forms_gather(self.data, np.ascontiguousarray(v[support]), rows[support], cols[support], out)
+        return out if kernels is None else out[_kernel_index(kernels, self)]
 
     def kernel(self, m: int) -> np.ndarray:
         if self._full:
@@ -376,7 +388,9 @@ class LazyStack(KernelStack):
                 _stack.axpy(block, np.ascontiguousarray(K), weights[m])
         return out
 
-    def quad_forms(self, v: np.ndarray) -> np.ndarray:
+    def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
+        if kernels is not None:
+            return self.quad_forms(v)[_kernel_index(kernels, self)]
         v = self._check_v(v)
         support = np.flatnonzero(v)
         vs = v[support]

@@ -168,3 +168,19 @@ def test_spectral_step_is_bounded():
     assert _spectral_step(s, r, 1.0) == pytest.approx(0.5)
     assert _spectral_step(s, -r, 3.0) == 6.0  # non-positive curvature: grow
     assert _spectral_step(s * 1e-20, r * 1e-40, 1.0) <= 1e10
+
+
+def test_bcd_certifies_every_few_iterations_without_changing_the_iterates():
+    # Many kernels, a small cap: most weights become zero, so the partial quadratic forms are used.
+    Ks, y = random_problem(5, n=30, M=40)
+    reg = BoxSimplex(theta=0.5)  # exact zeros (the closed form thresholds)
+    every = solve_mkl(Ks, y, reg, BlockCoordinateDescent(certify_every=1), C=1.0, tol=1e-6, max_iter=3000)
+    sparse = solve_mkl(Ks, y, reg, BlockCoordinateDescent(certify_every=5), C=1.0, tol=1e-6, max_iter=3000)
+    assert every.converged and sparse.converged and sparse.dual_gap <= 1e-6
+    assert every.n_iter <= sparse.n_iter <= every.n_iter + 4
+    # The same iterates (the update never needs the forms of zero weights), so the same optimum.
+    np.testing.assert_allclose(sparse.weights, every.weights, atol=1e-6)
+    assert np.count_nonzero(sparse.weights) <= 20  # the partial forms are used
+    assert sum(np.isinf(h["lower"]) for h in sparse.history) > 0
+    with pytest.raises(ValueError, match="certify_every"):
+        solve_mkl(Ks, y, reg, BlockCoordinateDescent(certify_every=0), C=1.0)

@@ -363,3 +363,17 @@ def test_symmetric_stacks_stream_their_upper_triangles_exactly(dtype, n_support)
     idx = np.array([3, 0, 7, 8])
     assert S.subset(idx).symmetric and not S.subset(idx, idx[::-1]).symmetric
     assert S.subset(idx).materialize().symmetric
+
+
+@pytest.mark.parametrize("view", [False, True])
+def test_quad_forms_of_a_kernel_subset(view):
+    rng = np.random.default_rng(7)
+    A = rng.standard_normal((6, 9, 9))
+    S = DenseStack((A + A.transpose(0, 2, 1)) / 2)
+    if view:
+        S = S.subset([0, 2, 3, 5, 8])
+    v = rng.standard_normal(S.n_rows)
+    ks = np.array([4, 0, 2])
+    np.testing.assert_allclose(S.quad_forms(v, ks), S.quad_forms(v)[ks], rtol=1e-13)
+    with pytest.raises(ValueError, match="out of range"):
+        S.quad_forms(v, [6])
