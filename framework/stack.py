@@ -180,12 +180,16 @@ class DenseStack(KernelStack):
     def dtype(self) -> np.dtype:
         return self.data.dtype
 
+    def _stored_symmetric(self) -> bool:
+        """Whether every stored kernel (the whole ``data``) is exactly symmetric; checked once."""
+        if self._data_symmetric is None:
+            self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
+        return self._data_symmetric
+
     @property
     def symmetric(self) -> bool:
         """Whether every kernel of this stack is exactly symmetric (the stored kernels are checked once)."""
-        if self._data_symmetric is None:
-            self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
-        if not self._data_symmetric:
+        if not self._stored_symmetric():
             return False
         return self._full or (self._rows is not None and self._cols is not None
                               and np.array_equal(self._rows, self._cols))
@@ -247,8 +251,7 @@ class DenseStack(KernelStack):
         r = _index(rows, self.n_rows, "rows")
         c = r if cols is None else _index(cols, self.n_cols, "columns")
         base_rows, base_cols = self._rc()
-        if self._data_symmetric is None:  # checked once here, not once per view
-            self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
+        self._stored_symmetric()  # checked once here, not once per view
         return type(self)._view(self, base_rows[r], base_cols[c])
 
     def materialize(self) -> DenseStack:
