@@ -117,6 +117,17 @@ cdef int _signal_pending() noexcept nogil:
     return raised
 
 
+cdef inline bint _must_stop(Problem* P) noexcept nogil:
+    """Iteration limit or Ctrl-C (checked every SIGNAL_EVERY iterations): records which, for the caller."""
+    if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+        P.hit_max_iter = 1
+        return True
+    if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
+        P.interrupted = 1
+        return True
+    return False
+
+
 cdef inline unsigned char _status(double a, double lo, double up, double c) noexcept nogil:
     cdef unsigned char r = 0
     if a < up:
@@ -882,11 +893,7 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
     # min(n, 1000) full-size iterations
     counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
     while True:
-        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
-            P.hit_max_iter = 1
-            break
-        if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
-            P.interrupted = 1
+        if _must_stop(P):
             break
         if P.shrinking and not just_unshrunk:
             counter -= 1
@@ -1061,11 +1068,7 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     ci = 0.0
     Ki = NULL
     while True:
-        if P.max_iter >= 0 and P.n_iter >= P.max_iter:
-            P.hit_max_iter = 1
-            break
-        if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
-            P.interrupted = 1
+        if _must_stop(P):
             break
         if P.shrinking and not just_unshrunk:
             counter -= 1

@@ -74,7 +74,7 @@ class _Evaluator:
         p = self.problem
         sol = p.loss.solve(self.combined(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
         self.n_solves += 1
-        q = p.stack.quad_forms(sol.coef) if with_q else None
+        q = self.quad_forms(sol) if with_q else None
         return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
 
     def quad_forms(self, sol: InnerSolution) -> np.ndarray:
