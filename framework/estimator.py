@@ -263,11 +263,9 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             return solver.solve(problem)
 
     def _solve_shared(self, stack: KernelStack, Y: np.ndarray, parts: tuple) -> MKLResult:
-        from multikernel.multitask import MultiTaskLoss, SummedQuadForms
-
         loss, regularizer, solver = (clone(p) for p in parts)
-        problem = MKLProblem(stack=SummedQuadForms(stack), y=Y, loss=MultiTaskLoss(loss), regularizer=regularizer,
-                             tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
+        problem = MKLProblem(stack=stack, y=Y, loss=loss, regularizer=regularizer, tol=self.tol,
+                             max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
         return self._run(solver, problem)
 
     def _store_shared(self, result: MKLResult) -> None:
