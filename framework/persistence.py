@@ -23,9 +23,9 @@ from multikernel.registry import get_registry
 __all__ = ["save_model", "load_model", "FORMAT_VERSION"]
 
 FORMAT_VERSION = 1
-_FITTED_ESTIMATOR = ("classes_", "dual_coef_", "intercept_", "weights_", "n_iter_", "objective_",
+_FITTED_ESTIMATOR = ("classes_", "target_type_", "dual_coef_", "intercept_", "weights_", "n_iter_", "objective_",
                      "dual_gap_", "support_", "fit_time_", "n_features_in_", "n_train_", "feature_names_in_",
-                     "feature_mean_", "feature_scale_")
+                     "precomputed_layout_")
 
 
 def _fitted_state(obj: Any) -> dict[str, Any]:
@@ -93,7 +93,8 @@ def save_model(est: Any, path: str | Path) -> None:
             builders.append({"name": b.name, "params": _jsonable(b.get_params(deep=False)),
                              "state": _store_state(arrays, f"builder{i}", _fitted_state(b))})
         meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
-                              "memory_budget": ks.memory_budget, "builders": builders,
+                              "memory_budget": ks.memory_budget, "standardize": ks.standardize,
+                              "builders": builders,
                               "state": _store_state(arrays, "kernelset", _fitted_state(ks))}
     try:
         text = json.dumps(meta)
@@ -191,7 +192,8 @@ def load_model(path: str | Path) -> Any:
         est.kernel_names_ = meta["kernel_names"]
         if ks_meta is not None:
             ks = KernelSet(builders, normalize=ks_meta["normalize"], dtype=ks_meta["dtype"],
-                           backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"))
+                           backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"),
+                           standardize=ks_meta.get("standardize", False))
             _restore_state(ks, data, "kernelset", ks_meta["state"])
             est.kernel_set_ = ks
         else:

@@ -43,7 +43,7 @@ def _start(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.nd
     try:
         mu = np.asarray(reg.project(mu), dtype=np.float64)
     except NotImplementedError:
-        pass
+        mu = init  # the warm weights may lie outside this domain and cannot be brought back into it
     if revive and np.any(mu <= 0):
         mu = 0.999 * mu + 0.001 * init
     alpha = warm.alpha if np.shape(warm.alpha) == problem.block_shape else None
