@@ -318,7 +318,7 @@ def decision_values(cross: KernelStack, weights: np.ndarray, coef: np.ndarray, b
     return np.column_stack([cross.combine(w) @ c for w, c in zip(weights, coef, strict=True)]) + bias
 
 
-def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveSettings = SolveSettings(), *,
+def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveSettings | None = None, *,
             shared: bool = False, warm: FittedMKL | None = None, n_jobs: int | None = None,
             callback: Callable[[dict[str, Any]], None] | None = None,
             params: Mapping[str, Any] | None = None) -> FittedMKL:
@@ -332,7 +332,8 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
         From :func:`encode_targets` (or :meth:`Targets.subset` for a fold).
     parts : Parts
         From :func:`build_parts`; copied, never modified.
-    settings : SolveSettings
+    settings : SolveSettings, optional
+        Stopping settings (default: ``SolveSettings()``).
     shared : bool, default=False
         With several blocks: one weight vector for all (their objectives summed) instead of one per block.
         A single block is the same either way.
@@ -347,6 +348,7 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
         Recorded in the result (the grid point of this fit).
     """
     start = time.perf_counter()
+    settings = settings or SolveSettings()
     if stack.n_rows != targets.blocks.shape[1] or stack.n_rows != stack.n_cols:
         raise ValueError(f"the training stack is {stack.n_rows} x {stack.n_cols} but there are "
                          f"{targets.blocks.shape[1]} targets; it must be square with one row per sample")
