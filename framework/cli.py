@@ -36,16 +36,20 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--save", metavar="PATH", type=Path,
                      help="save the fitted model of the first repeat (.npz); with several models, one file "
                           "per model: PATH-<label>.npz")
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no report on stdout")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress (bar or log lines on stderr) and no report on stdout")
 
-    val = sub.add_parser("validate", help="check a config without running it",
-                         description="Check a configuration: syntax, keys, values, plugin names and the data.")
-    val.add_argument("config", type=Path)
+    val = sub.add_parser("validate", help="check a run or experiment config without fitting anything",
+                         description="Check a run or an experiment configuration (the embedded default without "
+                                     "CONFIG) exactly as `run` and `experiment` check it before fitting: syntax, "
+                                     "keys, values, plugin names, kernel parameters, every grid point, the data.")
+    val.add_argument("config", nargs="?", type=Path, help="a run or experiment TOML file")
 
     plugins = sub.add_parser("plugins", help="list every registered plugin by kind, with its origin package")
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
 
-    cfg = sub.add_parser("show-config", help="print a config (the default without CONFIG) as complete TOML")
+    cfg = sub.add_parser("show-config", help="print a config (the default without CONFIG) as complete TOML, with "
+                                             "relative paths resolved")
     cfg.add_argument("config", nargs="?", type=Path)
 
     exp = sub.add_parser("experiment", help="run or continue an experiment: data sets x methods x splits, "
@@ -54,18 +58,54 @@ def _parser() -> argparse.ArgumentParser:
                                      "units are kept in OUT/units.jsonl; rerunning continues an interrupted run.")
     exp.add_argument("config", type=Path, help="an experiment TOML file")
     exp.add_argument("--out", metavar="DIR", type=Path, help="output folder (default: experiment.output)")
-    exp.add_argument("--n-jobs", metavar="N", type=int, help="parallel units (default: experiment.n_jobs)")
+    exp.add_argument("--n-jobs", metavar="N", type=_n_jobs, help="parallel units (default: experiment.n_jobs)")
     exp.add_argument("--json", metavar="PATH", help="also write the summary JSON to PATH ('-' for stdout)")
     exp.add_argument("--dry-run", action="store_true",
                      help="check the config, the data and every grid point, print the plan, fit nothing")
-    exp.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary on stdout")
+    exp.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress (bar or log lines on stderr) and no summary on stdout")
     return parser
 
 
-def _load(path: Path | None) -> Any:
-    from multikernel.config import default_config, load_config
+def _n_jobs(text: str) -> int:
+    from multikernel.config import valid_n_jobs
 
-    return default_config() if path is None else load_config(path)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    try:
+        valid_n_jobs(None, None, value)  # the check of experiment.n_jobs
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value} {exc}") from None
+    return value
+
+
+def _load(path: Path | None, experiment_ok: bool = False) -> Any:
+    """The configuration in ``path`` (the embedded default run without one); relative paths in it are
+    resolved against its folder.  An experiment configuration is accepted with ``experiment_ok``."""
+    from multikernel.config import config_from_dict, default_config, read_toml
+    from multikernel.experiment_config import experiment_config_from_dict, is_experiment_config
+
+    if path is None:
+        return default_config()
+    data = read_toml(path)
+    base = path.resolve().parent
+    if is_experiment_config(data):
+        if not experiment_ok:
+            raise ConfigError(f"{path} is an experiment configuration; run it with `multikernel experiment {path}`")
+        return experiment_config_from_dict(data, base_dir=base)
+    return config_from_dict(data, base_dir=base)
+
+
+def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
+    """Check an experiment as a run would (data, kernels, every grid point) and describe its plan."""
+    from multikernel.experiment import check_experiment, plan_experiment
+
+    splits = plan_experiment(config, check_experiment(config))
+    kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
+    return (f"{path}: valid; {sum(kinds.values())} units ({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}) "
+            f"in {len(splits)} splits; output {out.resolve() if out else config.experiment.output}")
 
 
 def _format_report(report: dict[str, Any]) -> str:
@@ -78,7 +118,9 @@ def _format_report(report: dict[str, Any]) -> str:
         rep = m["repeats"][0]
         iters = rep["n_iter"] if isinstance(rep["n_iter"], int) else max(rep["n_iter"])
         gap = rep["dual_gap"] if isinstance(rep["dual_gap"], float) else max(rep["dual_gap"])
-        lines.append(f"{m['label']:<18} {m['accuracy_mean']:>8.4f} ± {m['accuracy_std']:.4f} "
+        # A standard deviation needs several repeats: a single one shows the accuracy alone.
+        spread = f" ± {m['accuracy_std']:.4f}" if len(m["repeats"]) > 1 else " " * 9
+        lines.append(f"{m['label']:<18} {m['accuracy_mean']:>8.4f}{spread} "
                      f"{m['n_selected_mean']:>8.1f} {m['fit_time_mean']:>8.2f}s {iters:>6} {gap:>9.2e}")
     lines.append("")
     for m in report["models"]:
@@ -89,10 +131,15 @@ def _format_report(report: dict[str, Any]) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from multikernel.config_checks import prepare_output
     from multikernel.runner import run_config
 
     config = _load(args.config)
-    report = run_config(config, progress=False if args.quiet else None)
+    # Paths on the command line are relative to the working directory; their folders are created now, so
+    # that a missing one does not fail the run after everything is fitted.
+    prepare_output(args.json, "--json")
+    prepare_output(args.save, "--save")
+    report = run_config(config, progress=not args.quiet)
     estimators = report.pop("_estimators")
     if not args.quiet:
         print(_format_report(report))
@@ -113,11 +160,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from multikernel.experiment_config import ExperimentConfig
     from multikernel.runner import check_config
 
-    config = _load(args.config)
-    X, y, _ = check_config(config)
-    print(f"{args.config}: valid ({len(config.models)} model(s); data {X.shape[0]} x {X.shape[1]})")
+    config = _load(args.config, experiment_ok=True)
+    name = args.config or "the embedded default"
+    if isinstance(config, ExperimentConfig):
+        print(_experiment_plan(name, config, None))
+        return EXIT_OK
+    X, _, _ = check_config(config)
+    print(f"{name}: valid ({len(config.models)} model(s); data {X.shape[0]} x {X.shape[1]})")
     return EXIT_OK
 
 
@@ -139,26 +191,26 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_show_config(args: argparse.Namespace) -> int:
-    from multikernel.config import config_to_toml
+    import tomli_w
 
-    print(config_to_toml(_load(args.config)), end="")
+    from multikernel.config import RunConfig, config_to_toml
+    from multikernel.experiment_config import experiment_config_to_dict
+
+    config = _load(args.config, experiment_ok=True)
+    print(config_to_toml(config) if isinstance(config, RunConfig) else
+          tomli_w.dumps(experiment_config_to_dict(config)), end="")
     return EXIT_OK
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from multikernel.experiment import check_experiment, load_experiment_config, plan_experiment, run_experiment
+    from multikernel.experiment import load_experiment_config, run_experiment
 
     if args.dry_run:
-        config = load_experiment_config(args.config)
-        splits = plan_experiment(config, check_experiment(config))
-        kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
-        print(f"{args.config}: valid; {sum(kinds.values())} units "
-              f"({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}) in {len(splits)} splits; "
-              f"output {args.out or config.experiment.output}")
+        print(_experiment_plan(args.config, load_experiment_config(args.config), args.out))
         return EXIT_OK
     options = ([f"--out {args.out}"] if args.out else []) + ([f"--n-jobs {args.n_jobs}"] if args.n_jobs else [])
     command = " ".join(["multikernel", "experiment", str(args.config), *options])
-    summary = run_experiment(args.config, out=args.out, n_jobs=args.n_jobs, progress=False if args.quiet else None,
+    summary = run_experiment(args.config, out=args.out, n_jobs=args.n_jobs, progress=not args.quiet,
                              json_path=args.json, command=command)
     outdir = Path(summary["config"]["experiment"]["output"])
     if not args.quiet:

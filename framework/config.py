@@ -2,10 +2,21 @@
 
 Every error raised while reading a configuration is a :class:`~multikernel.errors.ConfigError` whose
 message starts with the dotted key path of the offending entry and says what is allowed.
+
+This module also holds what run and experiment configurations share (:mod:`multikernel.experiment_config`
+builds on it): the dict-to-attrs machinery (:func:`structure`), the value validators, the relative-path rule
+(:func:`resolve_path`) and the grid rules (:data:`PARAM_PATTERN`, :func:`evaluate_value`, :func:`check_grid`).
+What parsing cannot see (plugin names, kernel parameters, grid points, the data) is checked by
+:mod:`multikernel.config_checks`.
 """
 
 from __future__ import annotations
 
+import ast
+import math
+import numbers
+import operator
+import re
 import sys
 import types
 import typing
@@ -15,6 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import attrs
 import tomli_w
 
+from multikernel.datasets import BUILTIN_LOADERS
 from multikernel.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -29,6 +41,7 @@ __all__ = [
     "KernelSpec",
     "KernelsConfig",
     "PartConfig",
+    "MethodParts",
     "ModelConfig",
     "SolverConfig",
     "EvaluationConfig",
@@ -37,29 +50,60 @@ __all__ = [
     "config_to_dict",
     "config_to_toml",
     "default_config",
+    "read_toml",
+    "structure",
+    "drop_none",
+    "resolve_path",
+    "check_kernels_choice",
+    "PARAM_PATTERN",
+    "evaluate_value",
+    "check_grid",
+    "positive",
+    "fraction",
+    "non_negative",
+    "valid_folds",
+    "valid_n_jobs",
 ]
 
-BUILTIN_DATASETS = ("breast_cancer", "wine", "iris", "digits")
+
+# --------------------------------------------------------------------------------------------------
+# value validators (attrs validators: they raise ValueError, turned into ConfigError with the key path)
+# --------------------------------------------------------------------------------------------------
+def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A finite number > 0 (``None`` passes: the key is optional)."""
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise ValueError(f"must be a positive finite number; got {value!r}")
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"must be positive; got {value!r}")
-
-
-def _fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+def fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    """A number strictly between 0 and 1."""
     if not 0.0 < value < 1.0:
         raise ValueError(f"must be strictly between 0 and 1; got {value!r}")
+
+
+def non_negative(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    """0 or more."""
+    if value < 0:
+        raise ValueError(f"must be 0 or more; got {value!r}")
+
+
+def valid_folds(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    """0 (no cross-validation) or at least 2 folds."""
+    if value == 1 or value < 0:
+        raise ValueError(f"must be 0 (no cross-validation: every grid key then has one value) or at least 2; "
+                         f"got {value!r}")
+
+
+def valid_n_jobs(instance: Any, attribute: attrs.Attribute, value: int | None) -> None:
+    """``None``, a positive number of jobs, or a negative one counted from the cores as joblib does."""
+    if value == 0:
+        raise ValueError("must be a positive number of parallel jobs, or negative as in joblib (-1: every "
+                         "core, -2: all but one); 0 would run nothing")
 
 
 def _check_models(value: list) -> None:
     if not value:
         raise ValueError("at least one [[models]] entry is needed")
-
-
-def _check_folds(value: int) -> None:
-    if value == 1 or value < 0:
-        raise ValueError(f"must be 0 (no cross-validation) or at least 2; got {value!r}")
 
 
 @attrs.define
@@ -143,16 +187,16 @@ class ModelConfig(MethodParts):
     """
 
     method: str = "l1mkl"
-    C: float = attrs.field(default=1.0, validator=_positive)
+    C: float = attrs.field(default=1.0, validator=positive)
 
 
 @attrs.define
 class SolverConfig:
     """Settings of the outer loop shared by every model."""
 
-    tol: float = attrs.field(default=1e-3, validator=_positive)
-    max_iter: int = attrs.field(default=200, validator=_positive)
-    inner_tol: float = attrs.field(default=1e-3, validator=_positive)
+    tol: float = attrs.field(default=1e-3, validator=positive)
+    max_iter: int = attrs.field(default=200, validator=positive)
+    inner_tol: float = attrs.field(default=1e-3, validator=positive)
     stopping: Literal["gap", "relative_change"] = "gap"
 
 
@@ -160,16 +204,18 @@ class SolverConfig:
 class EvaluationConfig:
     """How models are evaluated: repeated stratified splits, and optional grid search by CV.
 
-    ``grid`` maps estimator parameter names (``C``, ``regularizer__theta``, ...) to lists of values;
-    it is searched by ``cv_folds``-fold cross-validation on the training part when ``cv_folds >= 2``.
+    ``grid`` maps ``C`` and ``loss__<name>``, ``regularizer__<name>``, ``solver__<name>`` (a parameter of that
+    part of each model's method) to lists of values, numbers or expressions in ``M`` (``"1/M"``); it is
+    searched by ``cv_folds``-fold cross-validation on the training part.  With ``cv_folds = 0`` every key
+    has one value, which is simply applied.
     """
 
-    test_fraction: float = attrs.field(default=0.3, validator=_fraction)
-    repeats: int = attrs.field(default=1, validator=_positive)
+    test_fraction: float = attrs.field(default=0.3, validator=fraction)
+    repeats: int = attrs.field(default=1, validator=positive)
     seed: int = 0
-    cv_folds: int = attrs.field(default=0, validator=lambda i, a, v: _check_folds(v))
+    cv_folds: int = attrs.field(default=0, validator=valid_folds)
     grid: dict[str, list[Any]] = attrs.Factory(dict)
-    n_jobs: Union[int, None] = None  # noqa: UP007
+    n_jobs: Union[int, None] = attrs.field(default=None, validator=valid_n_jobs)  # noqa: UP007
 
 
 @attrs.define
@@ -236,7 +282,7 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         _, vt = get_args(tp)
         return {str(k): _convert(v, vt, f"{path}.{k}") for k, v in value.items()}
     if attrs.has(tp):
-        return _structure(tp, value, path)
+        return structure(tp, value, path)
     if tp is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"got {value!r}; expected true or false", path)
@@ -248,7 +294,7 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"got {value!r}; expected a number", path)
-        return float(value)
+        return value  # an integer stays one: `C = 8` is reported as 8, not 8.0
     if tp is str:
         if not isinstance(value, str):
             raise ConfigError(f"got {value!r}; expected a string", path)
@@ -256,7 +302,15 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
     raise ConfigError(f"unsupported type {tp!r}", path)  # pragma: no cover
 
 
-def _structure(cls: type, data: Any, path: str) -> Any:
+def structure(cls: type, data: Any, path: str) -> Any:
+    """Build the attrs class ``cls`` from the dict ``data`` (a parsed TOML table), checking every key and
+    value; ``path`` is the key path of ``data`` (``""`` at the top level).
+
+    Raises
+    ------
+    ConfigError
+        Naming the key path of the first unknown, missing, mistyped or invalid entry.
+    """
     where = path or "(top level)"
     if not isinstance(data, dict):
         raise ConfigError(f"expected a table, got {data!r}", where)
@@ -290,29 +344,125 @@ def _failing_key(exc: ValueError, cls: type, kwargs: dict[str, Any]) -> str:
     return ""
 
 
-def config_from_dict(data: dict[str, Any]) -> RunConfig:
+def config_from_dict(data: dict[str, Any], base_dir: str | Path | None = None) -> RunConfig:
     """Validate a plain dict (the parsed TOML) and return a :class:`RunConfig`.
 
-    A single ``[model]`` table is accepted as shorthand for a one-entry ``[[models]]`` list.
+    A single ``[model]`` table is accepted as shorthand for a one-entry ``[[models]]`` list.  A relative
+    ``data.source`` file path is resolved against ``base_dir`` (the configuration file's folder; the current
+    directory when ``None``) and stored as an absolute path.
     """
     data = dict(data)
     if "model" in data:
         if "models" in data:
             raise ConfigError("give either [model] or [[models]], not both", "model")
         data["models"] = [data.pop("model")]
-    config = _structure(RunConfig, data, "")
-    _check_kernels(config.kernels)
+    config = structure(RunConfig, data, "")
+    check_kernels_choice(config.kernels)
+    check_grid(config.evaluation.grid, "evaluation.grid", config.evaluation.cv_folds, "evaluation.cv_folds")
+    if config.data.source not in BUILTIN_LOADERS:
+        config.data.source = resolve_path(config.data.source, base_dir)
     return config
 
 
-def _check_kernels(kernels: KernelsConfig) -> None:
+def resolve_path(path: str, base_dir: str | Path | None) -> str:
+    """A path written in a configuration, as an absolute path: relative paths are relative to the
+    configuration file's folder ``base_dir`` (the current directory when ``None``), as TOML tools do."""
+    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    return str((base / Path(path).expanduser()).resolve())
+
+
+def check_kernels_choice(kernels: KernelsConfig) -> None:
+    """A family or a builder list: an explicit list replaces the family (set to ``None``)."""
     if kernels.builders and kernels.family:
-        # An explicit builder list replaces the family; keep the family key out of the way.
         kernels.family = None
     if not kernels.builders and not kernels.family:
         raise ConfigError("give a kernel 'family' or a non-empty list of [[kernels.builders]]", "kernels")
 
 
+# --------------------------------------------------------------------------------------------------
+# grids: keys, values (numbers or arithmetic in M) and the cross-validation they need
+# --------------------------------------------------------------------------------------------------
+PARAM_PATTERN = re.compile(r"^(C|(loss|regularizer|solver)__[A-Za-z_][A-Za-z0-9_]*)$")
+"""A grid key: ``C`` (the SVM cost, set on the loss) or ``<part>__<parameter>`` of the loss, regularizer or
+solver."""
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
+
+
+def evaluate_value(value: Any, n_kernels: int | None = None) -> Any:
+    """A grid value as used: numbers as they are, strings as arithmetic in ``M`` (``"1/M"``, ``"32/31"``,
+    ``"inf"``).  With ``n_kernels=None`` only the syntax is checked (``M`` evaluates to 1).
+
+    Raises
+    ------
+    ValueError
+        For anything but numbers, ``M``, ``inf``, ``+ - * / **`` and parentheses.
+    """
+    if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+        raise ValueError(f"got {value!r}; expected a number or an expression in M such as '1/M'")
+    if not isinstance(value, str):
+        return value
+    try:
+        tree = ast.parse(value.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError(f"cannot read {value!r}; expected a number or an expression in M such as '1/M'") from None
+    names = {"M": float(n_kernels if n_kernels is not None else 1), "inf": float("inf")}
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
+                node.value, bool):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.operand))
+        raise ValueError(f"{value!r}: only numbers, M (the number of kernels), inf and + - * / ** are allowed")
+
+    try:
+        return walk(tree)
+    except ZeroDivisionError:
+        raise ValueError(f"{value!r} divides by zero") from None
+    except OverflowError:
+        raise ValueError(f"{value!r} is too large") from None
+
+
+def check_grid_key(key: str, path: str) -> None:
+    """``key`` is ``C`` or ``<part>__<name>``; else a :class:`ConfigError` at ``path``."""
+    if not PARAM_PATTERN.match(key):
+        raise ConfigError(f"{key!r} is not a parameter name; use C, or loss__<name>, regularizer__<name>, "
+                          f"solver__<name> (for example regularizer__theta)", path)
+
+
+def check_grid_values(values: list[Any], path: str) -> None:
+    """At least one value, each a number or an expression in ``M``; else a :class:`ConfigError`."""
+    if not values:
+        raise ConfigError("needs at least one value", path)
+    for j, v in enumerate(values):
+        try:
+            evaluate_value(v)
+        except ValueError as exc:
+            raise ConfigError(str(exc), f"{path}[{j}]") from None
+
+
+def check_grid(grid: dict[str, list[Any]], path: str, folds: int, folds_path: str) -> None:
+    """The syntax of a grid, and the cross-validation it needs: with ``folds = 0`` nothing selects among
+    several values, so every key must have one (a grid is never silently ignored)."""
+    for key, values in grid.items():
+        check_grid_key(key, f"{path}.{key}")
+        check_grid_values(values, f"{path}.{key}")
+        if folds == 0 and len(values) > 1:
+            raise ConfigError(f"{len(values)} values but no cross-validation to choose among them; set "
+                              f"{folds_path} >= 2, or give one value", f"{path}.{key}")
+
+
+# --------------------------------------------------------------------------------------------------
+# files
+# --------------------------------------------------------------------------------------------------
 def read_toml(path: str | Path) -> dict[str, Any]:
     """Parse a TOML file; a missing, unreadable or malformed file is a :class:`ConfigError`."""
     path = Path(path)
@@ -329,20 +479,21 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def load_config(path: str | Path) -> RunConfig:
-    """Read and validate a TOML configuration file."""
-    return config_from_dict(read_toml(path))
+    """Read and validate a TOML configuration file; relative paths in it are relative to its folder."""
+    return config_from_dict(read_toml(path), base_dir=Path(path).resolve().parent)
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:
     """The configuration as a plain dict (``None`` values dropped, as TOML has no null)."""
-    return _drop_none(attrs.asdict(config))
+    return drop_none(attrs.asdict(config))
 
 
-def _drop_none(value: Any) -> Any:
+def drop_none(value: Any) -> Any:
+    """``value`` with the ``None`` entries of its dicts dropped, recursively (TOML has no null)."""
     if isinstance(value, dict):
-        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+        return {k: drop_none(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_drop_none(v) for v in value]
+        return [drop_none(v) for v in value]
     return value
 
 

@@ -27,9 +27,9 @@ from typing import Any
 import attrs
 import numpy as np
 from joblib import Parallel, delayed
-from tqdm.auto import tqdm
 
 from multikernel._version import __version__
+from multikernel.config_checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, prepare_output
 from multikernel.datasets import GENERATORS, load_data
 from multikernel.errors import ConfigError
 from multikernel.experiment_config import (
@@ -41,8 +41,8 @@ from multikernel.experiment_config import (
     load_experiment_config,
 )
 from multikernel.experiment_report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
-from multikernel.experiment_units import Member, UnitTask, make_builders, noise_columns, run_unit
-from multikernel.stackcv import check_method, resolve_grid
+from multikernel.experiment_units import Member, UnitTask, append_noise, run_unit
+from multikernel.progress import Progress
 
 __all__ = [
     "run_experiment",
@@ -73,11 +73,7 @@ def _load_dataset(ds: DatasetSpec, index: int, seed: int) -> tuple[np.ndarray, n
             X, y, _ = load_data(ds.source, ds.format)
         except ConfigError as exc:
             raise ConfigError(str(exc).removeprefix("data.source: "), f"{path}.source") from exc
-    if not np.all(np.isfinite(X)):
-        raise ConfigError(f"the data in {ds.source!r} contain NaN or infinite values", f"{path}.source")
-    classes, counts = np.unique(y, return_counts=True)
-    if len(classes) < 2:
-        raise ConfigError(f"the labels in {ds.source!r} have a single class", f"{path}.source")
+    check_data(X, y, ds.source, f"{path}.source")
     if ds.train_size is not None and not ds.train_size < len(y):
         raise ConfigError(f"train_size={ds.train_size} leaves no test samples ({len(y)} samples)",
                           f"{path}.train_size")
@@ -92,52 +88,52 @@ def _needed_datasets(config: ExperimentConfig) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _n_kernels(config: ExperimentConfig, n_features: int) -> int:
-    return len(make_builders(config.kernels, n_features))
-
-
 def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Check what a run needs short of fitting; return the loaded data ``{name: (X, y)}``.
 
-    Loads every data set the run uses, expands the kernels for each, and builds every method's parts at
-    every grid point (expressions in ``M`` resolved), checking each weight domain for that ``M``.
+    This is what ``multikernel validate`` and ``multikernel experiment --dry-run`` run, and what
+    :func:`run_experiment` runs before fitting.  It loads every data set the run uses (finite features,
+    class labels), expands the kernels for each (and for each noisy width) and fits every builder on a few
+    rows, and builds and probes every method's parts at every grid point and path value with ``M`` the
+    number of kernels where it runs (see :mod:`multikernel.config_checks`).
 
     Raises
     ------
     ConfigError
         With the key path of the entry at fault.
     """
+    ex = config.experiment
     data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     index = {d.name: i for i, d in enumerate(config.datasets)}
     for name in _needed_datasets(config):
-        data[name] = _load_dataset(config.dataset(name), index[name], config.experiment.seed)
-    folds = config.experiment.cv_folds
+        data[name] = _load_dataset(config.dataset(name), index[name], ex.seed)
     for name, (_, y) in data.items():
-        if folds >= 2 and np.min(np.unique(y, return_counts=True)[1]) < folds:
-            raise ConfigError(f"data set {name!r} has a class with fewer than cv_folds={folds} samples",
+        if ex.cv_folds >= 2 and np.min(np.unique(y, return_counts=True)[1]) < ex.cv_folds:
+            raise ConfigError(f"data set {name!r} has a class with fewer than cv_folds={ex.cv_folds} samples",
                               "experiment.cv_folds")
+    standardize = config.preprocessing.standardize
+    n_kernels = {name: len(check_kernels(config.kernels, X, standardize)) for name, (X, _) in data.items()}
     # Check each method's grid where it runs: every benchmark data set, and the noisy data set at each width.
-    runs: set[tuple[int, int]] = set()  # (method index, number of features)
-    if config.experiment.benchmark:
-        runs |= {(i, X.shape[1]) for i in range(len(config.methods)) for X, _ in data.values()}
+    runs: set[tuple[int, int]] = set()  # (method index, number of kernels)
+    if ex.benchmark:
+        runs |= {(i, n_kernels[d.name]) for i in range(len(config.methods)) for d in config.datasets}
     noisy = config.noisy_kernels
     if noisy is not None:
-        d = data[noisy.dataset][0].shape[1]
+        X = data[noisy.dataset][0]
         labels = noisy.methods or [m.display_name for m in config.methods]
-        runs |= {(i, d + noise_columns(d, r)) for i, m in enumerate(config.methods) if m.display_name in labels
-                 for r in noisy.ratios}
-    for i, width in sorted(runs):
-        M = _n_kernels(config, width)
-        check_method(config.methods[i], resolve_grid(config.methods[i].grid, M), M, f"methods[{i}]")
+        for r in noisy.ratios:
+            M = len(check_kernels(config.kernels, append_noise(X, r, max(noisy.ratios), ex.seed), standardize))
+            runs |= {(i, M) for i, m in enumerate(config.methods) if m.display_name in labels}
+    checker = PartsChecker(config.solver)
+    for i, M in sorted(runs):
+        checker.check(config.methods[i], grid_axes(config.methods[i].grid, f"methods[{i}].grid"), M,
+                      f"methods[{i}]", f"methods[{i}].grid")
     for i, p in enumerate(config.paths):
         j = next(k for k, m in enumerate(config.methods) if m.display_name == p.method)
-        M = _n_kernels(config, data[p.dataset][0].shape[1])
-        points = [{**p.fixed, p.param: v} for v in p.values]
-        try:
-            check_method(config.methods[j], [resolve_grid({k: [v] for k, v in pt.items()}, M)[0] for pt in points],
-                         M, f"methods[{j}]")
-        except ConfigError as exc:
-            raise ConfigError(str(exc), f"paths[{i}]") from exc
+        values = Axis(p.param, f"paths[{i}].param", tuple((v, f"paths[{i}].values[{k}]")
+                                                          for k, v in enumerate(p.values)))
+        fixed = [Axis(k, f"paths[{i}].fixed.{k}", ((v, f"paths[{i}].fixed.{k}"),)) for k, v in p.fixed.items()]
+        checker.check(config.methods[j], [values, *fixed], n_kernels[p.dataset], f"methods[{j}]", f"paths[{i}]")
     return data
 
 
@@ -234,9 +230,8 @@ def _jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progress: bool | None,
              n_done: int) -> Iterable[dict[str, Any]]:
-    bar = tqdm(total=sum(len(t.members) for t in tasks) + n_done, initial=n_done, desc="experiment", unit="unit",
-               disable=(not progress) if progress is not None else None)
-    try:
+    total = sum(len(t.members) for t in tasks) + n_done
+    with Progress(total, "experiment", "unit", show=progress, initial=n_done) as bar:
         if (n_jobs or 1) == 1:
             # In-process: no pickling, and plugins registered at run time are visible.
             results: Iterable[list[dict[str, Any]]] = (run_unit(t) for t in tasks)
@@ -245,11 +240,12 @@ def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progre
         for records in results:
             for rec in records:
                 _append(units_path, rec)
-                bar.set_postfix_str(rec["key"][-40:])
-                bar.update()
+                if "error" in rec:
+                    bar.done(f"{rec['key']} failed: {rec['error']}")
+                else:
+                    accuracy = f"accuracy {rec['accuracy']:.4f}, " if "accuracy" in rec else ""
+                    bar.done(f"{rec['key']}: {accuracy}{rec.get('unit_time', 0.0):.1f} s")
                 yield rec
-    finally:
-        bar.close()
 
 
 def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Path, out: str | Path | None = None,
@@ -286,11 +282,16 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
         config = experiment_config_from_dict(config_or_path)
     else:
         config = load_experiment_config(config_or_path)
+    # Paths given here (the command line's --out, --json) are relative to the working directory.
     overrides = {"output": str(Path(out).resolve())} if out is not None else {}
     if n_jobs is not None:
         overrides["n_jobs"] = n_jobs
     if overrides:  # a copy: the caller's configuration stays as it was
-        config = attrs.evolve(config, experiment=attrs.evolve(config.experiment, **overrides))
+        try:
+            config = attrs.evolve(config, experiment=attrs.evolve(config.experiment, **overrides))
+        except ValueError as exc:  # the settings' own validators
+            raise ConfigError(str(exc), "n_jobs") from exc
+    prepare_output(json_path, "json_path")
     data = check_experiment(config)
     tasks = plan_experiment(config, data)
     members = [m for t in tasks for m in t.members]

@@ -10,23 +10,31 @@ Grid values are numbers or small arithmetic expressions in ``M``, the number of 
 
 from __future__ import annotations
 
-import ast
-import operator
-import re
 from pathlib import Path
 from typing import Any, Literal, Union
 
 import attrs
 
 from multikernel.config import (
+    PARAM_PATTERN,
     KernelsConfig,
     MethodParts,
     PreprocessingConfig,
     SolverConfig,
-    _check_kernels,
-    _drop_none,
-    _structure,
+    check_grid,
+    check_grid_key,
+    check_grid_values,
+    check_kernels_choice,
+    drop_none,
+    evaluate_value,
+    fraction,
+    non_negative,
+    positive,
     read_toml,
+    resolve_path,
+    structure,
+    valid_folds,
+    valid_n_jobs,
 )
 from multikernel.datasets import BUILTIN_LOADERS, GENERATORS
 from multikernel.errors import ConfigError
@@ -41,34 +49,14 @@ __all__ = [
     "load_experiment_config",
     "experiment_config_from_dict",
     "experiment_config_to_dict",
+    "is_experiment_config",
     "evaluate_value",
     "PARAM_PATTERN",
 ]
 
-# A grid key: ``C`` (the SVM cost, set on the loss) or ``<part>__<parameter>`` of the loss, regularizer or solver.
-PARAM_PATTERN = re.compile(r"^(C|(loss|regularizer|solver)__[A-Za-z_][A-Za-z0-9_]*)$")
 DEFAULT_RATIOS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2]
-
-
-def _positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not value > 0:
-        raise ValueError(f"must be positive; got {value!r}")
-
-
-def _fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"must be strictly between 0 and 1; got {value!r}")
-
-
-def _folds(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if value == 1 or value < 0:
-        raise ValueError(f"must be 0 (no model selection: every grid must have one value) or at least 2; "
-                         f"got {value!r}")
-
-
-def _non_negative(instance: Any, attribute: attrs.Attribute, value: int) -> None:
-    if value < 0:
-        raise ValueError(f"must be 0 or more; got {value!r}")
+EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths")
+"""Top-level keys that only experiment configurations have (run configurations have none of them)."""
 
 
 @attrs.define
@@ -84,14 +72,14 @@ class ExperimentSettings:
     name: str = "experiment"
     output: str = "results"
     benchmark: bool = True
-    repeats: int = attrs.field(default=10, validator=_positive)
-    test_fraction: float = attrs.field(default=0.3, validator=_fraction)
-    cv_folds: int = attrs.field(default=5, validator=_folds)
+    repeats: int = attrs.field(default=10, validator=positive)
+    test_fraction: float = attrs.field(default=0.3, validator=fraction)
+    cv_folds: int = attrs.field(default=5, validator=valid_folds)
     seed: int = 0
-    n_jobs: Union[int, None] = None  # noqa: UP007 (inspected at run time)
-    selection_threshold: float = attrs.field(default=1e-5, validator=_positive)
+    n_jobs: Union[int, None] = attrs.field(default=None, validator=valid_n_jobs)  # noqa: UP007 (inspected at run time)
+    selection_threshold: float = attrs.field(default=1e-5, validator=positive)
     warm_start: bool = True
-    cross_block_mb: float = attrs.field(default=256.0, validator=_positive)
+    cross_block_mb: float = attrs.field(default=256.0, validator=positive)
 
 
 @attrs.define
@@ -107,7 +95,7 @@ class DatasetSpec:
     source: str
     format: Literal["auto", "csv", "libsvm"] = "auto"
     params: dict[str, Any] = attrs.Factory(dict)
-    train_size: Union[int, None] = attrs.field(default=None, validator=_positive)  # noqa: UP007
+    train_size: Union[int, None] = attrs.field(default=None, validator=positive)  # noqa: UP007
 
 
 @attrs.define(kw_only=True)
@@ -129,7 +117,7 @@ class NoisyKernelsConfig:
     dataset: str
     ratios: list[float] = attrs.Factory(lambda: list(DEFAULT_RATIOS))
     methods: list[str] = attrs.Factory(list)
-    repeat: int = attrs.field(default=0, validator=_non_negative)
+    repeat: int = attrs.field(default=0, validator=non_negative)
 
 
 @attrs.define
@@ -143,7 +131,7 @@ class PathConfig:
     values: list[Any]
     fixed: dict[str, Any] = attrs.Factory(dict)
     label: Union[str, None] = None  # noqa: UP007
-    repeat: int = attrs.field(default=0, validator=_non_negative)
+    repeat: int = attrs.field(default=0, validator=non_negative)
 
 
 @attrs.define
@@ -169,52 +157,6 @@ class ExperimentConfig:
 
 
 # --------------------------------------------------------------------------------------------------
-# grid values: numbers or arithmetic in M
-# --------------------------------------------------------------------------------------------------
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.USub: operator.neg, ast.UAdd: operator.pos}
-
-
-def evaluate_value(value: Any, n_kernels: int | None = None) -> Any:
-    """A grid value as used: numbers as they are, strings as arithmetic in ``M`` (``"1/M"``, ``"32/31"``,
-    ``"inf"``).  With ``n_kernels=None`` only the syntax is checked (``M`` evaluates to 1).
-
-    Raises
-    ------
-    ValueError
-        For anything but numbers, ``M``, ``inf``, ``+ - * / **`` and parentheses.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ValueError(f"got {value!r}; expected a number or an expression in M such as '1/M'")
-    if not isinstance(value, str):
-        return value
-    try:
-        tree = ast.parse(value.strip(), mode="eval")
-    except SyntaxError:
-        raise ValueError(f"cannot read {value!r}; expected a number or an expression in M such as '1/M'") from None
-    names = {"M": float(n_kernels if n_kernels is not None else 1), "inf": float("inf")}
-
-    def walk(node: ast.AST) -> float:
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(
-                node.value, bool):
-            return float(node.value)
-        if isinstance(node, ast.Name) and node.id in names:
-            return names[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.operand))
-        raise ValueError(f"{value!r}: only numbers, M (the number of kernels), inf and + - * / ** are allowed")
-
-    try:
-        return walk(tree)
-    except ZeroDivisionError:
-        raise ValueError(f"{value!r} divides by zero") from None
-
-
-# --------------------------------------------------------------------------------------------------
 # loading and checks
 # --------------------------------------------------------------------------------------------------
 def experiment_config_from_dict(data: dict[str, Any], base_dir: str | Path | None = None) -> ExperimentConfig:
@@ -223,15 +165,20 @@ def experiment_config_from_dict(data: dict[str, Any], base_dir: str | Path | Non
     Relative file paths (data set files, ``experiment.output``) are resolved against ``base_dir`` (the
     current directory when ``None``) and stored as absolute paths.
     """
-    config = _structure(ExperimentConfig, dict(data), "")
-    _check_kernels(config.kernels)
-    base = Path(base_dir) if base_dir is not None else Path.cwd()
+    config = structure(ExperimentConfig, dict(data), "")
+    check_kernels_choice(config.kernels)
     _check_settings(config)
-    _check_datasets(config, base)
+    _check_datasets(config, base_dir)
     _check_methods(config)
     _check_figures(config)
-    config.experiment.output = str((base / config.experiment.output).resolve())
+    config.experiment.output = resolve_path(config.experiment.output, base_dir)
     return config
+
+
+def is_experiment_config(data: dict[str, Any]) -> bool:
+    """Whether a parsed TOML file is an experiment configuration (it has ``[[datasets]]``, ``[[methods]]``,
+    ``[experiment]``, ...) rather than a run configuration."""
+    return any(key in data for key in EXPERIMENT_KEYS)
 
 
 def _check_settings(config: ExperimentConfig) -> None:
@@ -241,7 +188,7 @@ def _check_settings(config: ExperimentConfig) -> None:
                           "experiment.benchmark")
 
 
-def _check_datasets(config: ExperimentConfig, base: Path) -> None:
+def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> None:
     if not config.datasets:
         raise ConfigError("at least one [[datasets]] entry is needed", "datasets")
     seen: set[str] = set()
@@ -257,28 +204,12 @@ def _check_datasets(config: ExperimentConfig, base: Path) -> None:
                               f"not one", f"{path}.params")
         if ds.source in BUILTIN_LOADERS:
             continue
-        file = (base / ds.source).resolve()
+        file = Path(resolve_path(ds.source, base_dir))
         if not file.is_file():
             raise ConfigError(f"{ds.source!r} is neither a built-in data set ({', '.join(BUILTIN_LOADERS)}), a "
                               f"generator ({', '.join(GENERATORS)}) nor an existing file (looked for {file})",
                               f"{path}.source")
         ds.source = str(file)
-
-
-def _check_grid_key(key: str, path: str) -> None:
-    if not PARAM_PATTERN.match(key):
-        raise ConfigError(f"{key!r} is not a parameter name; use C, or loss__<name>, regularizer__<name>, "
-                          f"solver__<name> (for example regularizer__theta)", path)
-
-
-def _check_values(values: list[Any], path: str) -> None:
-    if not values:
-        raise ConfigError("needs at least one value", path)
-    for j, v in enumerate(values):
-        try:
-            evaluate_value(v)
-        except ValueError as exc:
-            raise ConfigError(str(exc), f"{path}[{j}]") from None
 
 
 def _check_methods(config: ExperimentConfig) -> None:
@@ -291,12 +222,7 @@ def _check_methods(config: ExperimentConfig) -> None:
             raise ConfigError(f"duplicate method label {m.display_name!r}; give each entry its own label",
                               f"{path}.label")
         seen.add(m.display_name)
-        for key, values in m.grid.items():
-            _check_grid_key(key, f"{path}.grid.{key}")
-            _check_values(values, f"{path}.grid.{key}")
-            if config.experiment.cv_folds == 0 and len(values) > 1:
-                raise ConfigError("several values need model selection; set experiment.cv_folds >= 2",
-                                  f"{path}.grid.{key}")
+        check_grid(m.grid, f"{path}.grid", config.experiment.cv_folds, "experiment.cv_folds")
 
 
 def _check_figures(config: ExperimentConfig) -> None:
@@ -323,11 +249,11 @@ def _check_figures(config: ExperimentConfig) -> None:
                               f"{path}.dataset")
         if p.method not in labels:
             raise ConfigError(f"unknown method label {p.method!r}; labels: {', '.join(labels)}", f"{path}.method")
-        _check_grid_key(p.param, f"{path}.param")
-        _check_values(p.values, f"{path}.values")
+        check_grid_key(p.param, f"{path}.param")
+        check_grid_values(p.values, f"{path}.values")
         for key, value in p.fixed.items():
-            _check_grid_key(key, f"{path}.fixed.{key}")
-            _check_values([value], f"{path}.fixed.{key}")
+            check_grid_key(key, f"{path}.fixed.{key}")
+            check_grid_values([value], f"{path}.fixed.{key}")
 
 
 def load_experiment_config(path: str | Path) -> ExperimentConfig:
@@ -338,4 +264,4 @@ def load_experiment_config(path: str | Path) -> ExperimentConfig:
 
 def experiment_config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
     """The configuration as a plain dict (``None`` values dropped; paths as resolved at load time)."""
-    return _drop_none(attrs.asdict(config))
+    return drop_none(attrs.asdict(config))

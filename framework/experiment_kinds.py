@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig, _structure
+from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig, structure
 from multikernel.experiment_config import (
     DEFAULT_RATIOS,
     DatasetSpec,
@@ -33,15 +33,15 @@ def _method(spec: MethodSpec | dict[str, Any] | str) -> MethodSpec:
         return spec
     if isinstance(spec, str):
         return MethodSpec(method=spec)
-    return _structure(MethodSpec, spec, "method")
+    return structure(MethodSpec, spec, "method")
 
 
 def _common(kernels: KernelsConfig | dict[str, Any] | None, solver: SolverConfig | dict[str, Any] | None,
             settings: dict[str, Any]) -> dict[str, Any]:
-    kc = kernels if isinstance(kernels, KernelsConfig) else _structure(
+    kc = kernels if isinstance(kernels, KernelsConfig) else structure(
         KernelsConfig, kernels or {"family": "simplemkl"}, "kernels")
-    sc = solver if isinstance(solver, SolverConfig) else _structure(SolverConfig, solver or {}, "solver")
-    return {"kernels": kc, "solver": sc, "settings": _structure(ExperimentSettings, settings, "experiment")}
+    sc = solver if isinstance(solver, SolverConfig) else structure(SolverConfig, solver or {}, "solver")
+    return {"kernels": kc, "solver": sc, "settings": structure(ExperimentSettings, settings, "experiment")}
 
 
 def _raise_errors(records: list[dict[str, Any]]) -> None:
@@ -103,7 +103,7 @@ def parameter_path(X: np.ndarray, y: np.ndarray, method: MethodSpec | dict[str, 
         "fit_time", "n_iter", "dual_gap", "objective", "converged"}], ...}``
     """
     spec = _method(method)
-    path = _structure(PathConfig, {"dataset": "data", "method": spec.display_name, "param": param,
+    path = structure(PathConfig, {"dataset": "data", "method": spec.display_name, "param": param,
                                    "values": list(values), "fixed": dict(fixed or {}), "repeat": repeat}, "path")
     common = _common(kernels, solver, {"test_fraction": test_fraction, "seed": seed})
     task = UnitTask(kind="path", dataset=DatasetSpec(name="data", source="arrays"), X=np.asarray(X, dtype=np.float64),

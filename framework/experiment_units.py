@@ -23,11 +23,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig
-from multikernel.errors import ConfigError, PluginError
+from multikernel.config_checks import make_builders  # the one expansion of [kernels], shared with runs
 from multikernel.experiment_config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
-from multikernel.interfaces import KernelBuilder
 from multikernel.kernelset import KernelSet
-from multikernel.registry import get_registry
 from multikernel.stackcv import (
     FitOutcome,
     binary_targets,
@@ -82,22 +80,6 @@ class UnitTask:
 # --------------------------------------------------------------------------------------------------
 # data and kernels
 # --------------------------------------------------------------------------------------------------
-def make_builders(kernels: KernelsConfig, n_features: int) -> list[KernelBuilder]:
-    """The unfitted base kernel builders of ``kernels`` for data with ``n_features`` features."""
-    if kernels.builders:
-        from multikernel.runner import _builders  # the run config's expansion of explicit builder lists
-
-        return _builders(kernels.builders, n_features)
-    try:
-        family = get_registry().get("family", kernels.family)
-    except PluginError as exc:
-        raise ConfigError(str(exc), "kernels.family") from exc
-    try:
-        return list(family(n_features, **kernels.family_params))
-    except TypeError as exc:
-        raise ConfigError(f"bad parameters for family {kernels.family!r}: {exc}", "kernels.family_params") from exc
-
-
 def make_kernel_set(kernels: KernelsConfig, n_features: int) -> KernelSet:
     """An unfitted :class:`KernelSet` for ``kernels``; settings of ``[kernels]`` that the kernel set takes
     (``normalize``, ``dtype``, and storage options where the installed version has them) are passed on."""

@@ -43,7 +43,8 @@ def test_round_trip(C, tol, repeats, test_fraction, normalize, columns):
                     "normalize": normalize},
         "models": [{"method": "l1mkl", "C": C, "regularizer": {"name": "simplex"}}],
         "solver": {"tol": tol},
-        "evaluation": {"repeats": repeats, "test_fraction": test_fraction, "grid": {"C": [0.1, 1.0]}},
+        "evaluation": {"repeats": repeats, "test_fraction": test_fraction, "cv_folds": 3,
+                       "grid": {"C": [0.1, 1.0]}},
     })
     assert isinstance(config, RunConfig)
     assert config_from_dict(tomllib.loads(config_to_toml(config))) == config
@@ -51,7 +52,13 @@ def test_round_trip(C, tol, repeats, test_fraction, normalize, columns):
 
 @pytest.mark.parametrize("data, path, fragment", [
     ({"modles": []}, "(top level)", "unknown key(s) 'modles'"),
-    ({"models": [{"C": -1}]}, "models[0].C", "must be positive"),
+    ({"models": [{"C": -1}]}, "models[0].C", "must be a positive finite number"),
+    ({"models": [{"C": float("inf")}]}, "models[0].C", "must be a positive finite number"),
+    ({"models": [{"C": float("nan")}]}, "models[0].C", "must be a positive finite number"),
+    ({"evaluation": {"n_jobs": 0}}, "evaluation.n_jobs", "0 would run nothing"),
+    ({"evaluation": {"grid": {"C": [1, 10]}}}, "evaluation.grid.C", "no cross-validation"),
+    ({"evaluation": {"cv_folds": 3, "grid": {"theta": [1]}}}, "evaluation.grid.theta", "not a parameter name"),
+    ({"evaluation": {"cv_folds": 3, "grid": {"C": [1, "1/x"]}}}, "evaluation.grid.C[1]", "only numbers, M"),
     ({"models": [{"C": "big"}]}, "models[0].C", "expected a number"),
     ({"models": []}, "models", "at least one"),
     ({"models": [{"regularizer": {"nam": "simplex"}}]}, "models[0].regularizer", "unknown key(s) 'nam'"),
