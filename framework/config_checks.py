@@ -239,9 +239,10 @@ class PartsChecker:
             self._stacks[n_kernels] = DenseStack(np.einsum("mij,mkj->mik", A, A) + np.eye(4))
         return self._stacks[n_kernels]
 
-    def _attempt(self, spec: MethodParts, kinds: Sequence[str], point: Mapping[str, Any], n_kernels: int,
-                 probe: bool) -> Exception | None:
-        """Build ``spec`` with the overrides ``kinds`` and the parameters ``point``; the failure, if any."""
+    def _attempt(self, spec: MethodParts, kinds: Sequence[str], point: Mapping[str, Any],
+                 n_kernels: int) -> Exception | None:
+        """Build ``spec`` with the overrides ``kinds`` and the parameters ``point`` and probe it; the
+        failure, if any."""
         overrides = {kind: getattr(spec, kind) for kind in kinds}
         try:
             parts = build_parts(spec.method, params=point, **overrides)  # type: ignore[attr-defined]
@@ -250,7 +251,7 @@ class PartsChecker:
             except _REFUSALS as exc:
                 raise ValueError(f"infeasible for M={n_kernels} kernels: {exc}") from exc
             key = repr((spec.method, sorted(overrides.items(), key=repr), sorted(point.items())))  # type: ignore[attr-defined]
-            if probe and key not in self._probed:
+            if key not in self._probed:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # one iteration does not converge, and need not
                     fit_mkl(self._stack(n_kernels), self._targets, parts, self._settings)
@@ -268,45 +269,45 @@ class PartsChecker:
         Raises
         ------
         ConfigError
-            At the smallest failing entry: ``path.method``, ``path.<part>`` (an override), ``path`` (the
-            overrides together), a grid value's path (a value that fails on its own), the grid's key path
-            (a parameter the part does not have) or ``grid_path`` (values that fail together).
+            At the smallest entry at fault: the key's path (a parameter the part does not have), a value's
+            path (the point works with another value of that key, or without the key), ``grid_path``
+            (values that fail only together); when no point works, ``path.method`` (the method itself),
+            ``path.<part>`` (an override the points work without) or ``path`` (the overrides together).
         """
-        prefix = f"model {label!r}: " if label else ""
         given = [kind for kind in ("loss", "regularizer", "solver") if getattr(spec, kind) is not None]
+        resolved = [[evaluate_value(v, n_kernels) for v, _ in a.values] for a in axes]
 
-        def fail(exc: Exception, where: str) -> ConfigError:
-            return ConfigError(f"{prefix}{exc}", where)
+        def at(index: Sequence[int]) -> dict[str, Any]:
+            return {a.key: values[j] for a, values, j in zip(axes, resolved, index, strict=True)}
 
-        base = self._attempt(spec, given, {}, n_kernels, probe=True)
-        if base is not None:
-            try:
-                get_registry().get("method", spec.method)  # type: ignore[attr-defined]
-            except PluginError as exc:
-                raise ConfigError(str(exc), f"{path}.method") from exc
-            if self._attempt(spec, [], {}, n_kernels, probe=True) is not None:
-                raise fail(base, f"{path}.method") from base
-            for kind in given:
-                if self._attempt(spec, [kind], {}, n_kernels, probe=True) is not None:
-                    raise fail(base, f"{path}.{kind}") from base
-            raise fail(base, path) from base
-        resolved = [[(a, evaluate_value(v, n_kernels), where) for v, where in a.values] for a in axes]
-        n_points = 0
-        for combo in product(*resolved):
-            n_points += 1
-            point = {a.key: v for a, v, _ in combo}
-            exc = self._attempt(spec, given, point, n_kernels, probe=True)
-            if exc is None:
-                continue
-            if getattr(exc, "key", None) in point:  # a parameter the part does not have
-                axis = next(a for a in axes if a.key == exc.key)  # type: ignore[attr-defined]
-                raise fail(exc, axis.path) from exc
-            for a, v, where in combo:
-                single = self._attempt(spec, given, {a.key: v}, n_kernels, probe=True)
-                if single is not None:
-                    raise fail(single, where) from single
+        # Points by their value indices (NaN values cannot be found again by comparison).
+        combos = list(product(*(range(len(values)) for values in resolved)))
+        failures = [(c, exc) for c in combos if (exc := self._attempt(spec, given, at(c), n_kernels)) is not None]
+        if not failures:
+            return len(combos)
+        combo, exc = failures[0]
+        point = at(combo)
+        prefix = f"model {label!r}: " if label else ""
+        try:
+            get_registry().get("method", spec.method)  # type: ignore[attr-defined]
+        except PluginError as err:
+            raise ConfigError(str(err), f"{path}.method") from err
+        key = getattr(exc, "key", None)  # fitcore.UnknownParameterError: a parameter the part does not have
+        if key in point:
+            raise ConfigError(f"{prefix}{exc}", next(a.path for a in axes if a.key == key)) from exc
+        for i, axis in enumerate(axes):
+            others = [at((*combo[:i], j, *combo[i + 1:])) for j in range(len(resolved[i])) if j != combo[i]]
+            without = {k: v for k, v in point.items() if k != axis.key}
+            if any(self._attempt(spec, given, pt, n_kernels) is None for pt in [*others, without]):
+                raise ConfigError(f"{prefix}{exc}", axis.values[combo[i]][1]) from exc
+        if len(failures) < len(combos):
             raise ConfigError(f"{prefix}grid point ({_show(point)}) fails: {exc}", grid_path) from exc
-        return n_points
+        if self._attempt(spec, [], point, n_kernels) is not None:
+            raise ConfigError(f"{prefix}{exc}", f"{path}.method") from exc
+        for kind in given:
+            if self._attempt(spec, [k for k in given if k != kind], point, n_kernels) is None:
+                raise ConfigError(f"{prefix}{exc}", f"{path}.{kind}") from exc
+        raise ConfigError(f"{prefix}{exc}", path) from exc
 
 
 # --------------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 Conventions (those of the soft margin MKL paper, Xu, Tsang and Xu 2013):
 
 * accuracy is reported in percent as mean ± standard deviation over the repeats (sample standard
-  deviation, ``ddof=1``, as MATLAB's ``std``; 0 for a single repeat);
+  deviation, ``ddof=1``, as MATLAB's ``std``; 0 in the JSON and no ± in the tables for a single repeat);
 * the rank of a method on a data set is the competition rank ("1224") of its mean accuracy among the
   methods, ties within 1e-9 sharing the best rank; the average rank is truncated (not rounded) to two
   decimals (44/7 prints as 6.28);
@@ -25,6 +25,7 @@ __all__ = [
     "competition_ranks",
     "truncate",
     "count_selected",
+    "sample_std",
     "summarize_benchmark",
     "summarize_noisy",
     "markdown_report",
@@ -53,7 +54,8 @@ def count_selected(weights: Any, threshold: float) -> int:
     return int(np.count_nonzero(np.any(shares > threshold, axis=0)))
 
 
-def _std(values: Sequence[float]) -> float:
+def sample_std(values: Sequence[float]) -> float:
+    """The standard deviation over repeats: ``ddof=1`` (MATLAB's ``std``), 0 for a single value."""
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
@@ -71,8 +73,8 @@ def summarize_benchmark(records: Sequence[dict[str, Any]], datasets: Sequence[st
             times = [r["fit_time"] for r in recs]
             row[m] = {
                 "repeats": len(recs), "accuracy": acc, "accuracy_mean": float(np.mean(acc)),
-                "accuracy_std": _std(acc), "fit_time": times, "fit_time_mean": float(np.mean(times)),
-                "fit_time_std": _std(times),
+                "accuracy_std": sample_std(acc), "fit_time": times, "fit_time_mean": float(np.mean(times)),
+                "fit_time_std": sample_std(times),
                 "n_selected": [count_selected(r["weights"], threshold) for r in recs],
                 "n_iter_mean": float(np.mean([r["n_iter"] for r in recs])),
                 "dual_gap_max": float(np.max([r["dual_gap"] for r in recs])),
@@ -150,7 +152,9 @@ def _benchmark_md(b: dict[str, Any], info: dict[str, dict[str, Any]]) -> list[st
         e = table[ds].get(m)
         if e is None:
             return "–"
-        return f"{e[mean] * scale:.{digits}f} ± {e[std] * scale:.{digits}f} ({e[rank]})"
+        # A standard deviation needs several repeats: a single one shows the value alone.
+        spread = f" ± {e[std] * scale:.{digits}f}" if e["repeats"] > 1 else ""
+        return f"{e[mean] * scale:.{digits}f}{spread} ({e[rank]})"
 
     lines = ["## Test accuracy (%): mean ± std over the repeats (rank)", ""]
     rows = [[label(ds)] + [cell(ds, m, "accuracy_mean", "accuracy_std", "rank") for m in methods]
@@ -261,7 +265,7 @@ def make_figures(summary: dict[str, Any], directory: Path) -> tuple[list[str], s
             for j, m in enumerate(methods):
                 cells = [b["table"][ds].get(m) for ds in datasets]
                 means = [np.mean(c[key]) if c else np.nan for c in cells]
-                errs = [(np.std(c[key], ddof=1) if len(c[key]) > 1 else 0.0) if c else 0.0 for c in cells]
+                errs = [sample_std(c[key]) if c else 0.0 for c in cells]
                 ax.bar(x + (j - (len(methods) - 1) / 2) * width, means, width, yerr=errs, label=m, capsize=2)
             ax.set_xticks(x, datasets)
             ax.set_ylabel(ylabel)

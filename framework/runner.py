@@ -17,7 +17,7 @@ from multikernel.config_checks import Axis, PartsChecker, check_data, check_kern
 from multikernel.datasets import load_data
 from multikernel.errors import ConfigError
 from multikernel.estimator import MKLClassifier
-from multikernel.experiment_report import count_selected
+from multikernel.experiment_report import count_selected, sample_std
 from multikernel.fitcore import build_parts
 from multikernel.progress import Progress
 
@@ -155,7 +155,7 @@ def run_config(config: RunConfig, progress: bool | None = None) -> dict[str, Any
     for entry, est in zip(report_models, fitted, strict=True):
         accs = np.array([rep["accuracy"] for rep in entry["repeats"]])
         entry["accuracy_mean"] = float(accs.mean())
-        entry["accuracy_std"] = float(accs.std())
+        entry["accuracy_std"] = sample_std(accs)
         entry["fit_time_mean"] = float(np.mean([rep["fit_time"] for rep in entry["repeats"]]))
         entry["n_selected_mean"] = float(np.mean([rep["n_selected"] for rep in entry["repeats"]]))
         w = np.atleast_2d(entry["repeats"][0]["weights"]).mean(axis=0)
