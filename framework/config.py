@@ -55,6 +55,7 @@ __all__ = [
     "drop_none",
     "resolve_path",
     "check_kernels_choice",
+    "check_entries",
     "PARAM_PATTERN",
     "evaluate_value",
     "check_grid",
@@ -99,11 +100,6 @@ def valid_n_jobs(instance: Any, attribute: attrs.Attribute, value: int | None) -
     if value == 0:
         raise ValueError("must be a positive number of parallel jobs, or negative as in joblib (-1: every "
                          "core, -2: all but one); 0 would run nothing")
-
-
-def _check_models(value: list) -> None:
-    if not value:
-        raise ValueError("at least one [[models]] entry is needed")
 
 
 @attrs.define
@@ -225,7 +221,7 @@ class RunConfig:
     data: DataConfig = attrs.Factory(DataConfig)
     preprocessing: PreprocessingConfig = attrs.Factory(PreprocessingConfig)
     kernels: KernelsConfig = attrs.Factory(KernelsConfig)
-    models: list[ModelConfig] = attrs.field(factory=lambda: [ModelConfig()], validator=lambda i, a, v: _check_models(v))
+    models: list[ModelConfig] = attrs.Factory(lambda: [ModelConfig()])
     solver: SolverConfig = attrs.Factory(SolverConfig)
     evaluation: EvaluationConfig = attrs.Factory(EvaluationConfig)
 
@@ -357,6 +353,7 @@ def config_from_dict(data: dict[str, Any], base_dir: str | Path | None = None) -
             raise ConfigError("give either [model] or [[models]], not both", "model")
         data["models"] = [data.pop("model")]
     config = structure(RunConfig, data, "")
+    check_entries([m.display_name for m in config.models], "models", "label", "model label")
     check_kernels_choice(config.kernels)
     check_grid(config.evaluation.grid, "evaluation.grid", config.evaluation.cv_folds, "evaluation.cv_folds")
     if config.data.source not in BUILTIN_LOADERS:
@@ -369,6 +366,17 @@ def resolve_path(path: str, base_dir: str | Path | None) -> str:
     configuration file's folder ``base_dir`` (the current directory when ``None``), as TOML tools do."""
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     return str((base / Path(path).expanduser()).resolve())
+
+
+def check_entries(names: list[str], path: str, key: str, what: str) -> None:
+    """An array of tables at ``path`` has at least one entry, and no two with the same name (``key``)."""
+    if not names:
+        raise ConfigError(f"at least one [[{path}]] entry is needed", path)
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ConfigError(f"duplicate {what} {name!r}; give each entry its own {key}", f"{path}[{i}].{key}")
+        seen.add(name)
 
 
 def check_kernels_choice(kernels: KernelsConfig) -> None:

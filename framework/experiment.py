@@ -259,13 +259,14 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
         A configuration, its dict form (relative paths resolved against the current directory) or a TOML
         file (relative paths resolved against the file's folder).
     out : path, optional
-        Output folder, replacing ``experiment.output``.
+        Output folder, replacing ``experiment.output`` (relative to the working directory).
     n_jobs : int, optional
         Parallel units (joblib processes), replacing ``experiment.n_jobs``; ``-1`` for every core.
     progress : bool, optional
-        Show a progress bar; ``None``: only on a terminal.
+        ``False``: silent; otherwise a bar when stderr is a terminal, one line per finished unit when not.
     json_path : path, optional
-        Also write the summary JSON there.
+        Also write the summary JSON there (relative to the working directory; its folder is created before
+        anything runs).
     command : str, optional
         The command line to quote in ``results.md``.
 

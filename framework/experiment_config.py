@@ -21,6 +21,7 @@ from multikernel.config import (
     MethodParts,
     PreprocessingConfig,
     SolverConfig,
+    check_entries,
     check_grid,
     check_grid_key,
     check_grid_values,
@@ -189,14 +190,9 @@ def _check_settings(config: ExperimentConfig) -> None:
 
 
 def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> None:
-    if not config.datasets:
-        raise ConfigError("at least one [[datasets]] entry is needed", "datasets")
-    seen: set[str] = set()
+    check_entries([ds.name for ds in config.datasets], "datasets", "name", "data set name")
     for i, ds in enumerate(config.datasets):
         path = f"datasets[{i}]"
-        if ds.name in seen:
-            raise ConfigError(f"duplicate data set name {ds.name!r}", f"{path}.name")
-        seen.add(ds.name)
         if ds.source in GENERATORS:
             continue
         if ds.params:
@@ -213,16 +209,9 @@ def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> No
 
 
 def _check_methods(config: ExperimentConfig) -> None:
-    if not config.methods:
-        raise ConfigError("at least one [[methods]] entry is needed", "methods")
-    seen: set[str] = set()
+    check_entries([m.display_name for m in config.methods], "methods", "label", "method label")
     for i, m in enumerate(config.methods):
-        path = f"methods[{i}]"
-        if m.display_name in seen:
-            raise ConfigError(f"duplicate method label {m.display_name!r}; give each entry its own label",
-                              f"{path}.label")
-        seen.add(m.display_name)
-        check_grid(m.grid, f"{path}.grid", config.experiment.cv_folds, "experiment.cv_folds")
+        check_grid(m.grid, f"methods[{i}].grid", config.experiment.cv_folds, "experiment.cv_folds")
 
 
 def _check_figures(config: ExperimentConfig) -> None:

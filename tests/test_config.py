@@ -73,6 +73,7 @@ def test_round_trip(C, tol, repeats, test_fraction, normalize, columns):
     ({"solver": {"max_iter": 2.5}}, "solver.max_iter", "expected an integer"),
     ({"data": []}, "data", "expected a table"),
     ({"model": {}, "models": [{}]}, "model", "not both"),
+    ({"models": [{"method": "l1mkl"}, {"method": "l1mkl", "C": 10}]}, "models[1].label", "duplicate model label"),
 ])
 def test_errors_name_the_key_path(data, path, fragment):
     with pytest.raises(ConfigError) as info:
@@ -103,3 +104,21 @@ def test_example_in_docs_is_valid():
     block = text.split("```toml", 1)[1].split("```", 1)[0]
     config = config_from_dict(tomllib.loads(block))
     assert config.evaluation.cv_folds == 5
+
+
+def test_relative_data_paths_are_relative_to_the_config_file(tmp_path, monkeypatch):
+    folder = tmp_path / "configs"
+    folder.mkdir()
+    (folder / "run.toml").write_text("[data]\nsource = 'data/x.csv'\n")
+    monkeypatch.chdir(tmp_path)
+    assert load_config("configs/run.toml").data.source == str(folder / "data" / "x.csv")
+    # a dict has no file: its relative paths follow the working directory (or base_dir); built-ins stay names
+    assert config_from_dict({"data": {"source": "x.csv"}}).data.source == str(tmp_path / "x.csv")
+    assert config_from_dict({"data": {"source": "x.csv"}}, base_dir=folder).data.source == str(folder / "x.csv")
+    assert config_from_dict({"data": {"source": "wine"}}, base_dir=folder).data.source == "wine"
+
+
+def test_integers_stay_integers():
+    config = config_from_dict({"models": [{"C": 8}], "solver": {"tol": 1}})
+    assert type(config.models[0].C) is int and type(config.solver.tol) is int
+    assert "C = 8 }" in config_to_toml(config)
