@@ -29,7 +29,6 @@ from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
 
 from multikernel.config import SolverConfig
-from multikernel.errors import ConfigError, PluginError
 from multikernel.experiment_config import MethodSpec, evaluate_value
 from multikernel.interfaces import Component, MKLProblem, MKLResult
 from multikernel.registry import get_registry
@@ -38,7 +37,6 @@ from multikernel.stack import DenseStack, KernelStack
 __all__ = [
     "FitOutcome",
     "UnknownParameterError",
-    "check_method",
     "make_parts",
     "resolve_grid",
     "warm_chains",
@@ -153,35 +151,6 @@ def warm_chains(points: Sequence[dict[str, Any]]) -> list[list[int]]:
         ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0))
         order += ranked if g % 2 == 0 else ranked[::-1]
     return [order]
-
-
-def check_method(spec: MethodSpec, points: Sequence[dict[str, Any]], n_kernels: int, path: str) -> None:
-    """Build the parts of every grid point and check each regularizer for ``n_kernels`` kernels.
-
-    Raises
-    ------
-    ConfigError
-        With the key path of the method or grid entry at fault.
-    """
-    try:
-        get_registry().get("method", spec.method)
-    except PluginError as exc:
-        raise ConfigError(str(exc), f"{path}.method") from exc
-    for point in points:
-        try:
-            _, regularizer, _ = make_parts(spec, point)
-        except PluginError as exc:
-            raise ConfigError(str(exc), path) from exc
-        except UnknownParameterError as exc:
-            raise ConfigError(str(exc), f"{path}.grid.{exc.key}") from exc
-        except ValueError as exc:  # a parameter value the part refuses when it is set
-            raise ConfigError(str(exc), f"{path}.grid") from exc
-        try:
-            regularizer.check(n_kernels)
-        except ValueError as exc:
-            shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v!r}" for k, v in point.items())
-            raise ConfigError(f"grid point ({shown}) is infeasible for M={n_kernels} kernels: {exc}",
-                              f"{path}.grid") from exc
 
 
 # --------------------------------------------------------------------------------------------------
