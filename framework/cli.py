@@ -109,6 +109,8 @@ def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
 
 
 def _format_report(report: dict[str, Any]) -> str:
+    from multikernel.experiment_report import format_mean
+
     d = report["data"]
     lines = [f"data: {d['source']}  ({d['n_samples']} samples, {d['n_features']} features, "
              f"{d['n_classes']} classes, {d['n_kernels']} base kernels)", ""]
@@ -121,7 +123,8 @@ def _format_report(report: dict[str, Any]) -> str:
         # A standard deviation needs several repeats: a single one shows the accuracy alone.
         spread = f" ± {m['accuracy_std']:.4f}" if len(m["repeats"]) > 1 else " " * 9
         lines.append(f"{m['label']:<18} {m['accuracy_mean']:>8.4f}{spread} "
-                     f"{m['n_selected_mean']:>8.1f} {m['fit_time_mean']:>8.2f}s {iters:>6} {gap:>9.2e}")
+                     f"{format_mean(m['n_selected_mean'], len(m['repeats'])):>8} {m['fit_time_mean']:>8.2f}s "
+                     f"{iters:>6} {gap:>9.2e}")
     lines.append("")
     for m in report["models"]:
         tops = ", ".join(f"{t['kernel']}: {t['weight']:.3f}" for t in m["top_kernels"])

@@ -26,6 +26,7 @@ __all__ = [
     "truncate",
     "count_selected",
     "sample_std",
+    "format_mean",
     "summarize_benchmark",
     "summarize_noisy",
     "markdown_report",
@@ -52,6 +53,12 @@ def count_selected(weights: Any, threshold: float) -> int:
     totals = w.sum(axis=1, keepdims=True)
     shares = np.divide(w, totals, out=np.zeros_like(w), where=totals > 0)
     return int(np.count_nonzero(np.any(shares > threshold, axis=0)))
+
+
+def format_mean(value: float, repeats: int, digits: int = 1) -> str:
+    """A mean over repeats with ``digits`` decimals; over a single repeat, the value as it is (a count of
+    kernels or iterations is then an integer: ``8``, not ``8.0``)."""
+    return f"{value:.{digits}f}" if repeats > 1 else f"{value:g}"
 
 
 def sample_std(values: Sequence[float]) -> float:
@@ -176,7 +183,8 @@ def _benchmark_md(b: dict[str, Any], info: dict[str, dict[str, Any]]) -> list[st
         for m in methods:
             e = table[ds].get(m)
             cells.append("–" if e is None else
-                         f"{e['n_selected_mean']:.1f} / {e['n_kernels']}; {e['n_iter_mean']:.1f} it; "
+                         f"{format_mean(e['n_selected_mean'], e['repeats'])} / {e['n_kernels']}; "
+                         f"{format_mean(e['n_iter_mean'], e['repeats'])} it; "
                          f"gap {e['dual_gap_max']:.1e}")
         rows.append([ds] + cells)
     lines += _md_table(["data set"] + list(methods), rows)

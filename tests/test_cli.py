@@ -1,6 +1,7 @@
 """The command line: the embedded default run, JSON output, exit codes and messages."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -194,8 +195,6 @@ def test_an_output_that_is_a_folder_is_refused_before_fitting(tmp_path, capsys, 
 
 
 def _toml_blocks(path):
-    import re
-
     return re.findall(r"```toml\n(.*?)```", path.read_text(), re.S)
 
 
@@ -245,6 +244,7 @@ def test_report_cosmetics_and_progress_lines(tmp_path, capsys):
     assert main(["run", one, "--json", str(tmp_path / "r.json")]) == 0
     out, err = capsys.readouterr()
     assert "±" not in out and "accuracy" in out
+    assert re.search(r"^average +[0-9.]+ +8 ", out, re.M)  # 8 selected kernels, not 8.0
     assert json.loads((tmp_path / "r.json").read_text())["models"][0]["C"] == 8  # not 8.0
     lines = err.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith("fitting [1/2] repeat 1/1 average: accuracy ")

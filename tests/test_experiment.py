@@ -435,6 +435,9 @@ def test_single_repeat_tables_have_no_spread_and_progress_is_logged(tmp_path, ca
     row = next(line for line in (tmp_path / "out" / "results.md").read_text().splitlines()
                if line.startswith("| ring (n=48"))
     assert "±" not in row and "(1)" in row
+    kernels = next(line for line in (tmp_path / "out" / "results.md").read_text().splitlines()
+                   if line.startswith("| ring |") and " it; gap " in line)
+    assert kernels.startswith("| ring | 3 / 3; 1 it; gap ")  # counts of a single repeat: no "3.0", "1.0"
     assert (tmp_path / "new" / "folder" / "s.json").exists()
 
 
