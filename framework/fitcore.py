@@ -124,6 +124,8 @@ def encode_targets(y: Any) -> Targets:
     ValueError
         For continuous targets, a single class, or an indicator column with a single value.
     """
+    if not hasattr(y, "toarray"):
+        y = np.asarray(y)
     kind = type_of_target(y)
     if kind == "multilabel-indicator":
         Y = np.asarray(y.toarray() if hasattr(y, "toarray") else y)
