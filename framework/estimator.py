@@ -14,6 +14,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tqdm.auto import tqdm
 
+from multikernel.capabilities import check_compatible
 from multikernel.interfaces import Component, KernelBuilder, MKLProblem, MKLResult
 from multikernel.kernelset import KernelSet
 from multikernel.registry import get_registry
@@ -151,6 +152,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         regularizer = _make_part("regularizer", self.regularizer, method.regularizer,
                                  method.regularizer_params)
         solver = _make_part("solver", self.solver, method.solver, method.solver_params)
+        check_compatible(regularizer, solver)
         return loss, regularizer, solver
 
     def _builders(self, n_features: int) -> list[KernelBuilder]:

@@ -28,6 +28,7 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.model_selection import ParameterGrid
 
+from multikernel.capabilities import check_compatible
 from multikernel.config import SolverConfig
 from multikernel.errors import ConfigError, PluginError
 from multikernel.experiment_config import MethodSpec, evaluate_value
@@ -109,7 +110,9 @@ def make_parts(spec: MethodSpec, params: dict[str, Any]) -> tuple[Component, Com
     Raises
     ------
     PluginError
-        For unknown plugin names; :class:`UnknownParameterError` for a parameter the part does not have.
+        For unknown plugin names or a solver the regularizer cannot serve
+        (:class:`~multikernel.capabilities.IncompatiblePartsError`); :class:`UnknownParameterError` for a
+        parameter the part does not have.
     """
     method = get_registry().get("method", spec.method)
     parts = {
@@ -127,6 +130,7 @@ def make_parts(spec: MethodSpec, params: dict[str, Any]) -> tuple[Component, Com
                 f"{name!r} is not a parameter of {part} {target.name!r} (method {spec.method!r}); its "
                 f"parameters: {', '.join(sorted(target.get_params(deep=False))) or '(none)'}", key)
         target.set_params(**{name: value})
+    check_compatible(parts["regularizer"], parts["solver"])
     return parts["loss"], parts["regularizer"], parts["solver"]
 
 
