@@ -178,16 +178,28 @@ def check_compatible(regularizer: Any, solver: Any, registry: Registry | None = 
     alternatives = compatible_solvers(regularizer, registry)
     # A cap means something only for a polyhedral domain: name it alone when the domain is the issue.
     shown = missing - {Capability.CAP} if Capability.POLYHEDRAL in missing else missing
-    needs = "; ".join(f"{c.value} (to offer it, {_HOW[c]})" for c in sorted(shown, key=list(Capability).index))
-    works = (f"Solvers that work with {reg_name}: {', '.join(alternatives)}." if alternatives else
-             f"No registered solver works with {reg_name}: the least it needs is a projection (for "
-             f"projected_gradient) or a closed-form update (for bcd).")
+    needs = "; ".join(f"{c.value} (to offer it, {_HOW[c]})" for c in _ordered(shown))
+    if alternatives:
+        works = f"Solvers that work with {reg_name}: {', '.join(alternatives)}."
+    else:
+        offered = offered_by(regularizer)
+        lacks = "; ".join(f"{info.name} lacks {_listed(required_by(info.obj) - offered)}"
+                          for info in registry.plugins("solver"))
+        works = f"No registered solver works with {reg_name} ({lacks})."
     raise IncompatiblePartsError(
         f"solver {solver_name} cannot run with regularizer {reg_name}, which lacks: {needs}. {works}",
         missing, alternatives)
 
 
+def _ordered(capabilities: Iterable[Capability]) -> list[Capability]:
+    return sorted(capabilities, key=list(Capability).index)
+
+
+def _listed(capabilities: Iterable[Capability]) -> str:
+    return ", ".join(c.value for c in _ordered(capabilities))
+
+
 def _label(registry: Registry, part: Any) -> str:
     """The registered name of ``part`` in quotes, or its class name for an unregistered class."""
     name = registry.lookup_name(part)
-    return repr(name) if name is not None else f"{type(part).__qualname__} (unregistered)"
+    return repr(name) if name is not None else f"{type(part).__name__} (an unregistered class)"
