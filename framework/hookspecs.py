@@ -56,12 +56,19 @@ def multikernel_losses() -> Mapping[str, type[SampleLoss]]:
 
 @hookspec
 def multikernel_regularizers() -> Mapping[str, type[Regularizer]]:
-    """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...)."""
+    """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...).
+
+    Which solvers can use a regularizer follows from the methods its class implements (a projection, a
+    closed-form update, ...): see :mod:`multikernel.capabilities`.
+    """
 
 
 @hookspec
 def multikernel_solvers() -> Mapping[str, type[Solver]]:
-    """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...)."""
+    """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...).
+
+    Each class declares in ``requires`` the regularizer capabilities it calls (:mod:`multikernel.capabilities`).
+    """
 
 
 @hookspec

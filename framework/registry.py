@@ -282,7 +282,9 @@ def _describe(plugin: Any, registered_as: str | None) -> str:
         source = f"module {plugin.__name__}"
     else:
         source = f"{_qualname(type(plugin))} object"
-    return f"{registered_as!r} ({source})" if registered_as and registered_as != source else source
+    # pluggy names an unnamed plugin by its __name__ (modules) or its id(): neither adds anything
+    anonymous = not registered_as or registered_as.isdigit() or registered_as == getattr(plugin, "__name__", None)
+    return source if anonymous else f"{registered_as!r} ({source})"
 
 
 def _qualname(cls: type) -> str:
