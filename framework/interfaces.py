@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -159,7 +159,23 @@ class Regularizer(Component, abc.ABC):
     The outer problem is ``min_{mu in D} Omega(mu) + J(mu)`` with ``J(mu) = max_alpha L(alpha) -
     1/2 sum_m mu_m q_m(alpha)``.  ``dual_bound`` gives, for any alpha, the certified lower bound
     ``L(alpha) - dual_bound(q(alpha)/2)`` of the optimum, hence a duality gap for every solver.
+
+    Only ``check``, ``initial`` and ``dual_bound`` are required.  What else a regularizer offers
+    (a closed-form update, a projection, the gradient of its penalty, ...) decides which solvers can use
+    it; :mod:`multikernel.capabilities` derives this from the methods a class overrides and from ``domain``,
+    and names the missing pieces when a solver cannot run with it (see ``docs/plugins.md``).
+
+    Attributes
+    ----------
+    domain : str
+        The shape of ``D``, the one capability that cannot be read off the code: ``"simplex"`` (the unit
+        simplex: the reduced-gradient solver), ``"box_simplex"`` (``{sum mu = 1, 0 <= mu <= cap(M)}``, with
+        a ``cap(n_kernels)`` method) or ``"point"`` (the single point ``1/M``); these three are the polyhedral
+        domains of the level method.  Any other value (``"lp_ball"``, ``"elastic_net"``) or ``""``
+        (unknown, the default) promises nothing.
     """
+
+    domain: ClassVar[str] = ""
 
     @abc.abstractmethod
     def check(self, n_kernels: int) -> None:
@@ -194,6 +210,13 @@ class Regularizer(Component, abc.ABC):
     def project(self, v: np.ndarray) -> np.ndarray:
         """Euclidean projection of ``v`` onto ``D``."""
         raise NotImplementedError(f"regularizer {self.name!r} offers no Euclidean projection")
+
+    def strong_convexity(self) -> float:
+        """A modulus ``sigma >= 0`` such that ``Omega - sigma/2 ||mu||^2`` is convex on ``D``; 0 if none is known.
+
+        No built-in solver needs it; a solver that takes steps of length ``1/sigma`` can require it.
+        """
+        return 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -334,7 +357,17 @@ class MKLResult:
 
 
 class Solver(Component, abc.ABC):
-    """An outer loop over the kernel weights."""
+    """An outer loop over the kernel weights.
+
+    Attributes
+    ----------
+    requires : frozenset of multikernel.capabilities.Capability
+        What the solver calls on the regularizer beyond ``check``, ``initial``, ``penalty`` and
+        ``dual_bound`` (for example ``{Capability.PROJECTION}``).  Building a method checks it against the
+        regularizer (:func:`multikernel.capabilities.check_compatible`).
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:
