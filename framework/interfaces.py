@@ -248,6 +248,11 @@ class InnerProblem(abc.ABC):
     def linear_term(self, alpha: np.ndarray) -> float:
         """``L(alpha)`` summed over the blocks."""
 
+    @property
+    @abc.abstractmethod
+    def alpha_shape(self) -> tuple[int, ...]:
+        """Shape of the dual variables ``alpha`` (a warm start of another shape is ignored)."""
+
 
 class LossBlocks(InnerProblem):
     """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
@@ -276,6 +281,10 @@ class LossBlocks(InnerProblem):
             n_iter=int(sum(s.n_iter for s in sols)),
         )
 
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        return self.targets.shape
+
     def linear_term(self, alpha: np.ndarray) -> float:
         if self.targets.ndim == 1:
             return self.loss.linear_term(alpha, self.targets)
@@ -287,7 +296,8 @@ class MKLProblem:
     """Everything an outer solver needs.
 
     ``stack`` provides ``combine(mu)`` and ``quad_forms(v)``; ``y`` holds the targets in {-1, +1}, shape (n,)
-    for one binary problem or (T, n) for T problems that share the kernel weights (their objectives add up);
+    for one binary problem or (T, n) for T problems that share the kernel weights (their objectives add up),
+    or ``None`` when ``inner`` is given;
     ``warm_start`` may carry a previous :class:`MKLResult` (for example from the neighbouring point of a
     hyper-parameter grid).  ``inner`` replaces the default inner problem (``loss`` solved on each row of
     ``y``) by another one: a ranking or input-output kernel problem brings its own.
@@ -297,7 +307,7 @@ class MKLProblem:
     """
 
     stack: KernelStack
-    y: np.ndarray
+    y: np.ndarray | None
     loss: SampleLoss | None
     regularizer: Regularizer
     tol: float = 1e-3
@@ -310,14 +320,14 @@ class MKLProblem:
 
     def __attrs_post_init__(self) -> None:
         if self.inner is None:
-            if self.loss is None:
-                raise ValueError("an MKLProblem needs a loss or an inner problem")
+            if self.loss is None or self.y is None:
+                raise ValueError("an MKLProblem needs a loss and targets y, or an inner problem")
             self.inner = LossBlocks(self.loss, self.y)
 
     @property
     def block_shape(self) -> tuple[int, ...]:
-        """Shape of ``alpha`` and ``coef``: (n,) for one block, (T, n) for T blocks."""
-        return np.shape(self.y)
+        """Shape of ``alpha``: (n,) for one binary block, (T, n) for T blocks, the inner problem's own otherwise."""
+        return self.inner.alpha_shape  # type: ignore[union-attr]
 
     def solve_inner(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
         """The inner solution on the combined kernel ``K``, warm-started at ``alpha0``."""
