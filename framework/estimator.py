@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tqdm.auto import tqdm
 
@@ -224,6 +225,9 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         parts = self._parts()
         warm = self._warm_fit()
         if self._precomputed:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
             stack = self._training_stack(X)
             self.kernel_set_ = None
             self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
@@ -234,8 +238,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
                                          memory_budget=self.memory_budget, standardize=self.standardize)
             stack = self.kernel_set_.fit_stack(X)
             self.kernel_names_ = self.kernel_set_.describe()
-        if np.shape(y)[0] != stack.n_rows:
-            raise ValueError(f"X has {stack.n_rows} samples but y has {np.shape(y)[0]} labels")
+        if len(y) != stack.n_rows:
+            raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
         targets = encode_targets(y)
         settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
                                  stopping=self.stopping)
@@ -295,12 +299,16 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------
     # precomputed kernels
     # ------------------------------------------------------------------------------------------
+    # Precomputed kernels go through scikit-learn's checks (NaN/inf, sparse, complex and empty input get its
+    # messages); n_features_in_ is the number of training samples, as for SVC(kernel="precomputed").
+    _ARRAY_CHECKS = {"allow_nd": True, "dtype": (np.float64, np.float32), "accept_sparse": False}
+
     def _training_stack(self, X: Any) -> KernelStack:
         if isinstance(X, KernelStack):
             self.precomputed_layout_ = "stack"
             stack = X
         else:
-            arr = np.asarray(X)
+            arr = validate_data(self, X, reset=True, **self._ARRAY_CHECKS)
             if arr.ndim == 2:
                 arr, self.precomputed_layout_ = arr[:, :, None], "samples_first"
             elif arr.ndim == 3 and arr.shape[0] == arr.shape[1]:
@@ -318,10 +326,6 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         return stack
 
     def _as_stack(self, arr: np.ndarray) -> DenseStack:
-        if not np.issubdtype(arr.dtype, np.floating):
-            arr = arr.astype(np.float64)
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("the precomputed kernels contain NaN or infinite values")
         if self.precomputed_layout_ == "samples_first":
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
         return DenseStack(arr)
@@ -332,17 +336,18 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             return self.kernel_set_.cross_stack(X)
         if isinstance(X, KernelStack):
             return X
-        arr = np.asarray(X)
         M, n_train = len(self.kernel_names_), self.n_train_
         layout = getattr(self, "precomputed_layout_", "kernels_first")
-        if arr.ndim == 2 and M == 1:
-            arr = arr[:, :, None] if layout == "samples_first" else arr[None]
-        expected = (None, n_train, M) if layout == "samples_first" else (M, None, n_train)
-        if arr.ndim != 3 or any(e is not None and e != a for e, a in zip(expected, arr.shape, strict=True)):
-            shown = "(n_test, {1}, {2})" if layout == "samples_first" else "({0}, n_test, {2})"
-            raise ValueError(f"with kernels='precomputed', X must hold the test x train kernels of shape "
-                             f"{shown.format(M, n_train, M if layout == 'samples_first' else n_train)}; "
-                             f"got shape {arr.shape}")
+        if layout == "samples_first":
+            arr = validate_data(self, X, reset=False, **self._ARRAY_CHECKS)
+            arr = arr[:, :, None] if arr.ndim == 2 and M == 1 else arr
+            ok, shown = arr.ndim == 3 and arr.shape[1:] == (n_train, M), f"(n_test, {n_train}, {M})"
+        else:
+            arr = check_array(X, **self._ARRAY_CHECKS)
+            ok, shown = arr.ndim == 3 and (arr.shape[0], arr.shape[2]) == (M, n_train), f"({M}, n_test, {n_train})"
+        if not ok:
+            raise ValueError(f"with kernels='precomputed', X must hold the test x train kernels of shape {shown}, "
+                             f"the layout of the training kernels; got shape {arr.shape}")
         return self._as_stack(arr)
 
     def decision_function(self, X: Any) -> np.ndarray:

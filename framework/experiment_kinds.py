@@ -104,7 +104,7 @@ def parameter_path(X: np.ndarray, y: np.ndarray, method: MethodSpec | dict[str, 
     """
     spec = _method(method)
     path = structure(PathConfig, {"dataset": "data", "method": spec.display_name, "param": param,
-                                   "values": list(values), "fixed": dict(fixed or {}), "repeat": repeat}, "path")
+                                  "values": list(values), "fixed": dict(fixed or {}), "repeat": repeat}, "path")
     common = _common(kernels, solver, {"test_fraction": test_fraction, "seed": seed})
     task = UnitTask(kind="path", dataset=DatasetSpec(name="data", source="arrays"), X=np.asarray(X, dtype=np.float64),
                     y=np.asarray(y), members=[Member(key=f"path/{param}", fingerprint="", method=spec)],

@@ -32,6 +32,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
+from multikernel.capabilities import check_compatible
 from multikernel.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
 from multikernel.registry import get_registry
 from multikernel.stack import KernelStack
@@ -124,6 +125,8 @@ def encode_targets(y: Any) -> Targets:
     ValueError
         For continuous targets, a single class, or an indicator column with a single value.
     """
+    if not hasattr(y, "toarray"):
+        y = np.asarray(y)
     kind = type_of_target(y)
     if kind == "multilabel-indicator":
         Y = np.asarray(y.toarray() if hasattr(y, "toarray") else y)
@@ -206,7 +209,8 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
     Raises
     ------
     PluginError
-        Unknown plugin names, or parts that cannot work together.
+        Unknown plugin names; :class:`~multikernel.capabilities.IncompatiblePartsError` (a ``PluginError``) for a
+        regularizer that does not offer what the solver needs (the message names the solvers that would work).
     UnknownParameterError
         A parameter the part does not have.
     """
@@ -229,6 +233,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
                 f"{name!r} is not a parameter of {kind} {target.name!r} (method {method!r}); its parameters: "
                 f"{', '.join(sorted(target.get_params(deep=False))) or '(none)'}", key)
         target.set_params(**{name: value})
+    check_compatible(parts["regularizer"], parts["solver"])
     return Parts(**parts)  # type: ignore[arg-type]
 
 

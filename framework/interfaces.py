@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -159,7 +159,23 @@ class Regularizer(Component, abc.ABC):
     The outer problem is ``min_{mu in D} Omega(mu) + J(mu)`` with ``J(mu) = max_alpha L(alpha) -
     1/2 sum_m mu_m q_m(alpha)``.  ``dual_bound`` gives, for any alpha, the certified lower bound
     ``L(alpha) - dual_bound(q(alpha)/2)`` of the optimum, hence a duality gap for every solver.
+
+    Only ``check``, ``initial`` and ``dual_bound`` are required.  What else a regularizer offers
+    (a closed-form update, a projection, the gradient of its penalty, ...) decides which solvers can use
+    it; :mod:`multikernel.capabilities` derives this from the methods a class overrides and from ``domain``,
+    and names the missing pieces when a solver cannot run with it (see ``docs/plugins.md``).
+
+    Attributes
+    ----------
+    domain : str
+        The shape of ``D``, the one capability that cannot be read off the code: ``"simplex"`` (the unit
+        simplex: the reduced-gradient solver), ``"box_simplex"`` (``{sum mu = 1, 0 <= mu <= cap(M)}``, with
+        a ``cap(n_kernels)`` method) or ``"point"`` (the single point ``1/M``); these three are the polyhedral
+        domains of the level method.  Any other value (``"lp_ball"``, ``"elastic_net"``) or ``""``
+        (unknown, the default) promises nothing.
     """
+
+    domain: ClassVar[str] = ""
 
     @abc.abstractmethod
     def check(self, n_kernels: int) -> None:
@@ -195,6 +211,13 @@ class Regularizer(Component, abc.ABC):
         """Euclidean projection of ``v`` onto ``D``."""
         raise NotImplementedError(f"regularizer {self.name!r} offers no Euclidean projection")
 
+    def strong_convexity(self) -> float:
+        """A modulus ``sigma >= 0`` such that ``Omega - sigma/2 ||mu||^2`` is convex on ``D``; 0 if none is known.
+
+        No built-in solver needs it; a solver that takes steps of length ``1/sigma`` can require it.
+        """
+        return 0.0
+
 
 # --------------------------------------------------------------------------------------------------
 # Solvers: the outer loop
@@ -225,6 +248,11 @@ class InnerProblem(abc.ABC):
     def linear_term(self, alpha: np.ndarray) -> float:
         """``L(alpha)`` summed over the blocks."""
 
+    @property
+    @abc.abstractmethod
+    def alpha_shape(self) -> tuple[int, ...]:
+        """Shape of the dual variables ``alpha`` (a warm start of another shape is ignored)."""
+
 
 class LossBlocks(InnerProblem):
     """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
@@ -253,6 +281,10 @@ class LossBlocks(InnerProblem):
             n_iter=int(sum(s.n_iter for s in sols)),
         )
 
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        return self.targets.shape
+
     def linear_term(self, alpha: np.ndarray) -> float:
         if self.targets.ndim == 1:
             return self.loss.linear_term(alpha, self.targets)
@@ -264,7 +296,8 @@ class MKLProblem:
     """Everything an outer solver needs.
 
     ``stack`` provides ``combine(mu)`` and ``quad_forms(v)``; ``y`` holds the targets in {-1, +1}, shape (n,)
-    for one binary problem or (T, n) for T problems that share the kernel weights (their objectives add up);
+    for one binary problem or (T, n) for T problems that share the kernel weights (their objectives add up),
+    or ``None`` when ``inner`` is given;
     ``warm_start`` may carry a previous :class:`MKLResult` (for example from the neighbouring point of a
     hyper-parameter grid).  ``inner`` replaces the default inner problem (``loss`` solved on each row of
     ``y``) by another one: a ranking or input-output kernel problem brings its own.
@@ -274,7 +307,7 @@ class MKLProblem:
     """
 
     stack: KernelStack
-    y: np.ndarray
+    y: np.ndarray | None
     loss: SampleLoss | None
     regularizer: Regularizer
     tol: float = 1e-3
@@ -287,14 +320,14 @@ class MKLProblem:
 
     def __attrs_post_init__(self) -> None:
         if self.inner is None:
-            if self.loss is None:
-                raise ValueError("an MKLProblem needs a loss or an inner problem")
+            if self.loss is None or self.y is None:
+                raise ValueError("an MKLProblem needs a loss and targets y, or an inner problem")
             self.inner = LossBlocks(self.loss, self.y)
 
     @property
     def block_shape(self) -> tuple[int, ...]:
-        """Shape of ``alpha`` and ``coef``: (n,) for one block, (T, n) for T blocks."""
-        return np.shape(self.y)
+        """Shape of ``alpha``: (n,) for one binary block, (T, n) for T blocks, the inner problem's own otherwise."""
+        return self.inner.alpha_shape  # type: ignore[union-attr]
 
     def solve_inner(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
         """The inner solution on the combined kernel ``K``, warm-started at ``alpha0``."""
@@ -334,7 +367,17 @@ class MKLResult:
 
 
 class Solver(Component, abc.ABC):
-    """An outer loop over the kernel weights."""
+    """An outer loop over the kernel weights.
+
+    Attributes
+    ----------
+    requires : frozenset of multikernel.capabilities.Capability
+        What the solver calls on the regularizer beyond ``check``, ``initial``, ``penalty`` and
+        ``dual_bound`` (for example ``{Capability.PROJECTION}``).  Building a method checks it against the
+        regularizer (:func:`multikernel.capabilities.check_compatible`).
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:

@@ -50,7 +50,8 @@ def _fitted_state(obj: Any) -> dict[str, Any]:
 
 def _part_spec(value: Any) -> Any:
     if isinstance(value, Component):
-        return {"__plugin__": value.name, "params": _jsonable(value.get_params(deep=False))}
+        # The name of the exact class: an unregistered subclass must not be saved as its parent.
+        return {"__plugin__": get_registry().name_of(value), "params": _jsonable(value.get_params(deep=False))}
     return value
 
 
@@ -87,10 +88,7 @@ def save_model(est: Any, path: str | Path) -> None:
     if ks is not None:
         builders = []
         for i, b in enumerate(ks.builders):
-            if b.name not in get_registry().names("kernel"):
-                raise ValueError(f"kernel builder {type(b).__name__} is not a registered plugin; register it "
-                                 f"(entry-point group 'multikernel') so that saved models can name it")
-            builders.append({"name": b.name, "params": _jsonable(b.get_params(deep=False)),
+            builders.append({"name": get_registry().name_of(b, "kernel"), "params": _jsonable(b.get_params(deep=False)),
                              "state": _store_state(arrays, f"builder{i}", _fitted_state(b))})
         meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
                               "memory_budget": ks.memory_budget, "standardize": ks.standardize,
@@ -133,14 +131,12 @@ def _scalar_or_array(a: np.ndarray) -> Any:
     return a.item() if a.ndim == 0 else a
 
 
-def _restore_part(value: Any) -> Any:
+def _restore_part(value: Any, key: str = "") -> Any:
     if isinstance(value, dict) and "__plugin__" in value:
-        cls_kind = None
         registry = get_registry()
-        for kind in ("loss", "regularizer", "solver", "kernel"):
-            if value["__plugin__"] in registry.names(kind):
-                cls_kind = kind
-                break
+        # The estimator's parameter says the kind (the same name may be a loss and a kernel, say).
+        kinds = [key] if key in ("loss", "regularizer", "solver") else ["loss", "regularizer", "solver", "kernel"]
+        cls_kind = next((kind for kind in kinds if value["__plugin__"] in registry.names(kind)), None)
         if cls_kind is None:
             raise ModelFormatError(f"the model uses the plugin {value['__plugin__']!r}, which is not installed")
         return registry.create(cls_kind, value["__plugin__"], **value["params"])
@@ -174,7 +170,7 @@ def load_model(path: str | Path) -> Any:
             f"{meta.get('version')}); this is multikernel {__version__}, which reads format {FORMAT_VERSION}. "
             f"Refit the model, or load it with the version that wrote it.")
     try:
-        params = {k: _restore_part(v) for k, v in meta["params"].items()}
+        params = {k: _restore_part(v, k) for k, v in meta["params"].items()}
         ks_meta = meta["kernel_set"]
         builders = None
         if ks_meta is not None:

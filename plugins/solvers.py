@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
+from multikernel.capabilities import Capability
 from multikernel.combination import CombinedKernel
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
@@ -107,6 +108,7 @@ class BlockCoordinateDescent(Solver):
     """
 
     name = "bcd"
+    requires = frozenset({Capability.CLOSED_FORM})
 
     def __init__(self, certify_every: int = 4) -> None:
         self.certify_every = certify_every
@@ -181,6 +183,7 @@ class ProjectedGradient(_LineSearchSolver):
     """
 
     name = "projected_gradient"
+    requires = frozenset({Capability.PROJECTION, Capability.PENALTY_GRADIENT})
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
@@ -276,6 +279,7 @@ class ReducedGradient(_LineSearchSolver):
     """
 
     name = "reduced_gradient"
+    requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
@@ -409,6 +413,8 @@ class LevelMethod(Solver):
     """
 
     name = "level"
+    # _polyhedral_cap (the LP), the projection onto level sets, and the penalty tangents of the cuts
+    requires = frozenset({Capability.PROJECTION, Capability.POLYHEDRAL, Capability.CAP, Capability.PENALTY_GRADIENT})
 
     def __init__(self, level: float = 0.3, max_cuts: int = 200) -> None:
         self.level = level

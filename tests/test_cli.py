@@ -142,14 +142,6 @@ def test_non_integer_labels_are_refused_by_validate_and_run(tmp_path, capsys):
         assert "found the non-integer label 0.5" in err
 
 
-@pytest.mark.xfail(reason="capability check lands with the contracts branch", strict=False)
-def test_solver_that_cannot_work_with_the_regularizer_is_refused_at_validate(tmp_path, capsys):
-    config = _write(tmp_path, "[[models]]\nmethod = 'lpmkl'\nsolver = { name = 'level' }\n")
-    for command in ("validate", "run"):
-        assert main([command, config]) == 2
-        assert "models[0].solver: " in capsys.readouterr().err
-
-
 def test_validate_without_config_checks_the_embedded_default(capsys):
     assert main(["validate"]) == 0
     assert "the embedded default: valid (3 model(s); data 569 x 30)" in capsys.readouterr().out

@@ -17,7 +17,7 @@ from multikernel import MKLClassifier
 from multikernel.plugins.kernels import LinearKernel, PolynomialKernel, RBFKernel
 
 
-@parametrize_with_checks([MKLClassifier(max_iter=20)])
+@parametrize_with_checks([MKLClassifier(max_iter=20), MKLClassifier(kernels="precomputed", max_iter=20)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
