@@ -63,7 +63,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _load(path: Path | None) -> Any:
-    from multikernel.config import default_config, load_config
+    from multikernel.config.schema import default_config, load_config
 
     return default_config() if path is None else load_config(path)
 
@@ -89,7 +89,7 @@ def _format_report(report: dict[str, Any]) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from multikernel.runner import run_config
+    from multikernel.config.runner import run_config
 
     config = _load(args.config)
     report = run_config(config, progress=False if args.quiet else None)
@@ -113,7 +113,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from multikernel.runner import check_config
+    from multikernel.config.runner import check_config
 
     config = _load(args.config)
     X, y, _ = check_config(config)
@@ -122,7 +122,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    from multikernel.registry import get_registry
+    from multikernel.core.registry import get_registry
 
     infos = get_registry().plugins()
     if args.json:
@@ -139,14 +139,14 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def _cmd_show_config(args: argparse.Namespace) -> int:
-    from multikernel.config import config_to_toml
+    from multikernel.config.schema import config_to_toml
 
     print(config_to_toml(_load(args.config)), end="")
     return EXIT_OK
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from multikernel.experiment import check_experiment, load_experiment_config, plan_experiment, run_experiment
+    from multikernel.experiments.runner import check_experiment, load_experiment_config, plan_experiment, run_experiment
 
     if args.dry_run:
         config = load_experiment_config(args.config)

@@ -3,7 +3,7 @@
 A built-in builder computes its kernel in two steps: a *base* matrix that depends only on the features
 and the column subset (a Gram matrix, squared Euclidean or chi-square distances), then an element-wise
 *map* with the fitted parameters.  Builders that share a base (ten Gaussian bandwidths on the same
-columns) declare the same :meth:`FeatureKernel.base_key`, and :class:`multikernel.kernelset.KernelSet`
+columns) declare the same :meth:`FeatureKernel.base_key`, and :class:`multikernel.stack.kernelset.KernelSet`
 computes that base once for all of them.
 """
 
@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.utils import check_array
 
 from multikernel._ext import _kernels
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder
 
 __all__ = ["FeatureKernel", "validate_features", "mean_offdiag", "cached_statistic", "apply_map",
            "resolve_gamma"]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import clone
 
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder
 
 from ._kernel_base import apply_map, mean_offdiag, resolve_gamma, validate_features
 
@@ -153,7 +153,7 @@ class PrecomputedKernel(_IndexedKernel):
 
     With ``matrix`` (a kernel over all samples, train and test), the features carry each sample's
     index into it in column ``index_column``, as for :class:`DistanceKernel`: this works beside other
-    builders in a :class:`~multikernel.kernelset.KernelSet`.  Without ``matrix`` the input *is* the
+    builders in a :class:`~multikernel.stack.kernelset.KernelSet`.  Without ``matrix`` the input *is* the
     kernel, as in scikit-learn's ``kernel="precomputed"``: ``fit`` takes the train x train kernel and
     ``transform`` a test x train kernel.
 

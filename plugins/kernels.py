@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import KernelBuilder
 
 from ._kernel_base import FeatureKernel
 from ._kernel_features import (

@@ -3,7 +3,7 @@
 Every loss writes its inner problem as ``max_alpha L(alpha) - 1/2 coef' K coef`` over its own domain,
 with ``coef = alpha * y``.  ``solve`` returns an :class:`InnerSolution` whose ``primal_objective`` is
 the primal objective at the returned classifier (an upper bound of the inner optimum) and whose
-``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound); see :mod:`multikernel.svm` for
+``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound); see :mod:`multikernel.solve.svm` for
 how each is computed.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import InnerSolution, SampleLoss
-from multikernel.svm import solve_nu, solve_square_hinge, solve_svc, solve_svc_nobias
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import InnerSolution, SampleLoss
+from multikernel.solve.svm import solve_nu, solve_square_hinge, solve_svc, solve_svc_nobias
 
 
 def _check_C(C: float) -> float:

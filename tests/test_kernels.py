@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.base import clone
 
+from multikernel.core.registry import get_registry
 from multikernel.plugins.kernels import (
     BUILDERS,
     CosineKernel,
@@ -29,7 +30,6 @@ from multikernel.plugins.kernels import (
     rbf_poly_family,
     simplemkl_family,
 )
-from multikernel.registry import get_registry
 
 
 # -------------------------------------------------------------------------------------------------

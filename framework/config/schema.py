@@ -352,5 +352,5 @@ def config_to_toml(config: RunConfig) -> str:
 
 
 def default_config() -> RunConfig:
-    """The embedded default run of ``multikernel run`` (``multikernel/data/default.toml``)."""
+    """The embedded default run of ``multikernel run`` (``multikernel/config/data/default.toml``)."""
     return load_config(Path(__file__).parent / "data" / "default.toml")

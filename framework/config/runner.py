@@ -9,13 +9,13 @@ import numpy as np
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 from tqdm.auto import tqdm
 
-from multikernel.config import KernelSpec, ModelConfig, RunConfig, config_to_dict
-from multikernel.datasets import load_data
+from multikernel.config.datasets import load_data
+from multikernel.config.schema import KernelSpec, ModelConfig, RunConfig, config_to_dict
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.registry import get_registry
 from multikernel.errors import ConfigError, PluginError
-from multikernel.estimator import MKLClassifier
-from multikernel.experiment_report import count_selected
-from multikernel.interfaces import KernelBuilder
-from multikernel.registry import get_registry
+from multikernel.estimators.classifier import MKLClassifier
+from multikernel.experiments.report import count_selected
 
 __all__ = ["run_config", "build_estimator", "check_config", "SELECTION_THRESHOLD"]
 

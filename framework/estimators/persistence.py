@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from multikernel._version import __version__
+from multikernel.core.interfaces import Component
+from multikernel.core.registry import get_registry
 from multikernel.errors import ModelFormatError
-from multikernel.interfaces import Component
-from multikernel.registry import get_registry
 
 __all__ = ["save_model", "load_model", "FORMAT_VERSION"]
 
@@ -151,8 +151,8 @@ def load_model(path: str | Path) -> Any:
     ModelFormatError
         If the file is not a multikernel model, is corrupted, or was written by an incompatible version.
     """
-    from multikernel.estimator import MKLClassifier
-    from multikernel.kernelset import KernelSet
+    from multikernel.estimators.classifier import MKLClassifier
+    from multikernel.stack.kernelset import KernelSet
 
     path = Path(path)
     try:

@@ -30,9 +30,9 @@ from joblib import Parallel, delayed
 from tqdm.auto import tqdm
 
 from multikernel._version import __version__
-from multikernel.datasets import GENERATORS, load_data
+from multikernel.config.datasets import GENERATORS, load_data
 from multikernel.errors import ConfigError
-from multikernel.experiment_config import (
+from multikernel.experiments.config import (
     DatasetSpec,
     ExperimentConfig,
     MethodSpec,
@@ -40,9 +40,9 @@ from multikernel.experiment_config import (
     experiment_config_to_dict,
     load_experiment_config,
 )
-from multikernel.experiment_report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
-from multikernel.experiment_units import Member, UnitTask, make_builders, noise_columns, run_unit
-from multikernel.stackcv import check_method, resolve_grid
+from multikernel.experiments.model_selection import check_method, resolve_grid
+from multikernel.experiments.report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
+from multikernel.experiments.units import Member, UnitTask, make_builders, noise_columns, run_unit
 
 __all__ = [
     "run_experiment",
