@@ -336,6 +336,30 @@ def test_bad_scalar_parameters_name_builder_and_parameter(builder, match):
         builder.fit(X)
 
 
+def test_a_new_distance_kernel_is_a_small_bandwidth_subclass():
+    """The documented extension path: name a map, give the base and its training mean."""
+    from multikernel.plugins.kernels import BandwidthKernel
+
+    class CityBlockLaplacian(BandwidthKernel):
+        name = "cityblock"
+        _base_kind = "cityblock"
+
+        def _base(self, A, B, symmetric):
+            return np.abs(A[:, None, :] - B[None, :, :]).sum(-1)
+
+        def _mean_base(self, A):
+            return mean_offdiag(self._base(A, A, True))
+
+    rng = np.random.default_rng(12)
+    X, Z = rng.random((10, 3)), rng.random((4, 3))
+    b = CityBlockLaplacian(gamma_scale=2.0).fit(X)
+    D = np.abs(X[:, None] - X[None]).sum(-1)
+    assert b.gamma_ == pytest.approx(2.0 / mean_offdiag(D))
+    np.testing.assert_allclose(b.transform(Z), np.exp(-b.gamma_ * np.abs(Z[:, None] - X[None]).sum(-1)))
+    np.testing.assert_array_equal(b.self_similarity(Z), np.ones(4))
+    assert b.get_params() == {"gamma": None, "gamma_scale": 2.0, "columns": None}
+
+
 # -------------------------------------------------------------------------------------------------
 # Families and registration
 # -------------------------------------------------------------------------------------------------

@@ -357,3 +357,18 @@ def test_failed_save_keeps_the_previous_file(tmp_path, cancer, monkeypatch):
         est.save(path)
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.npz"]
+
+
+def test_round_trip_precomputed_and_lazy(tmp_path, cancer):
+    X, y = cancer
+    K = np.stack([X @ X.T, (X @ X.T + 1) ** 2])
+    est = MKLClassifier(kernels="precomputed", max_iter=20, tol=1e-2).fit(K, y)
+    est.save(tmp_path / "pre.npz")
+    loaded = MKLClassifier.load(tmp_path / "pre.npz")
+    np.testing.assert_array_equal(loaded.decision_function(K[:, :7]), est.decision_function(K[:, :7]))
+    lazy = MKLClassifier(kernels=[RBFKernel(), PolynomialKernel(columns=[1, 3])], normalize="center",
+                         kernel_backend="lazy", max_iter=20, tol=1e-2).fit(X, y)
+    lazy.save(tmp_path / "lazy.npz")
+    loaded = MKLClassifier.load(tmp_path / "lazy.npz")
+    assert loaded.kernel_set_.backend_ == "lazy"
+    np.testing.assert_allclose(loaded.decision_function(X[:9]), lazy.decision_function(X[:9]), rtol=1e-12)
