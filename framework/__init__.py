@@ -10,8 +10,23 @@ from multikernel._version import __version__
 from multikernel.config import RunConfig, config_from_dict, load_config
 from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimator import MKLClassifier
+from multikernel.fitcore import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.hookspecs import hookimpl
+from multikernel.interfaces import (
+    Component,
+    InnerProblem,
+    InnerSolution,
+    KernelBuilder,
+    LossBlocks,
+    Method,
+    MKLProblem,
+    MKLResult,
+    Regularizer,
+    SampleLoss,
+    Solver,
+)
 from multikernel.registry import get_registry, register_plugin
+from multikernel.stack import DenseStack, KernelStack
 
 __all__ = [
     "__version__",
@@ -27,6 +42,28 @@ __all__ = [
     "PluginError",
     "ModelFormatError",
     "MemoryBudgetError",
+    # the plugin contracts (see docs/plugins.md)
+    "Component",
+    "KernelBuilder",
+    "SampleLoss",
+    "Regularizer",
+    "Solver",
+    "Method",
+    "InnerProblem",
+    "InnerSolution",
+    "LossBlocks",
+    "MKLProblem",
+    "MKLResult",
+    # the fit core and the kernel stack
+    "KernelStack",
+    "DenseStack",
+    "Targets",
+    "encode_targets",
+    "Parts",
+    "build_parts",
+    "SolveSettings",
+    "FittedMKL",
+    "fit_mkl",
 ]
 
 

@@ -1,20 +1,30 @@
-"""The scikit-learn estimator: :class:`MKLClassifier`."""
+"""The scikit-learn estimator: :class:`MKLClassifier`, a thin layer over the fit core."""
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from joblib import Parallel, delayed
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tqdm.auto import tqdm
 
-from multikernel.interfaces import Component, KernelBuilder, MKLProblem, MKLResult
+from multikernel.fitcore import (
+    FittedMKL,
+    Parts,
+    SolveSettings,
+    Targets,
+    build_parts,
+    decision_values,
+    encode_targets,
+    fit_mkl,
+)
+from multikernel.interfaces import Component, KernelBuilder
 from multikernel.kernelset import KernelSet
 from multikernel.registry import get_registry
 from multikernel.stack import DenseStack, KernelStack
@@ -27,14 +37,19 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
 
     Learns kernel weights ``mu`` and an SVM on the combined kernel ``sum_m mu_m K_m``.  The method
     (``"average"``, ``"l1mkl"``, ... see ``multikernel plugins``) is a preset of a sample loss, a
-    regularizer of the weights and an outer solver; any part can be overridden.
+    regularizer of the weights and an outer solver; any part can be overridden.  Binary, multi-class and
+    multi-label (a 0/1 label-indicator ``y``) targets are supported.
 
     Parameters
     ----------
     kernels : str or list of KernelBuilder, default="rbf_poly"
-        A registered kernel family name, a list of (unfitted) kernel builders, or ``"precomputed"``:
-        then ``X`` given to ``fit`` is a stack of shape (M, n_samples, n_samples) and ``X`` given to
-        ``predict`` a cross stack of shape (M, n_test, n_train).
+        A registered kernel family name, a list of (unfitted) kernel builders, or ``"precomputed"``: then
+        ``X`` is a stack of precomputed kernels, of shape (n_samples, n_train, n_kernels) (the layout
+        scikit-learn's cross-validation splits, so ``cross_val_score`` and ``GridSearchCV`` work), or
+        (n_kernels, n_samples, n_train) (the library's own layout, used without a copy; recognised when the
+        last two axes have the training size and the first does not), or a single (n_samples, n_train)
+        kernel, or a :class:`~multikernel.stack.KernelStack`.  ``fit`` takes the train x train kernels,
+        ``predict`` the test x train kernels in the same layout.
     kernel_params : dict, optional
         Parameters of the kernel family.
     normalize : {"none", "trace", "unit_diagonal", "center"}, default="trace"
@@ -44,8 +59,10 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         same transform is applied at prediction, and saved with the model.
     method : str, default="l1mkl"
         A registered method name.
-    C : float, default=1.0
-        SVM misclassification cost, set on the loss.
+    C : float, optional
+        SVM misclassification cost: the loss's ``C``.  ``None`` (default) keeps the loss's own value (1.0 for
+        the built-in losses, or the ``C`` of a ``loss`` instance, so ``GridSearchCV`` may search ``loss__C``).
+        Giving both ``C`` and a loss instance is an error: ``C`` has one place.
     loss, regularizer, solver : None, str or plugin instance
         Override the method's part: a registered name, or an instance (its parameters are then
         reachable as nested parameters, e.g. ``regularizer__theta`` in a grid search).
@@ -66,18 +83,24 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         Bytes (or a string such as ``"4GB"``) the stack may use; the dense backend refuses a stack over
         the budget before allocating it, naming the alternatives. Default: the available memory.
     multiclass : {"ovr", "shared"}, default="ovr"
-        With more than two classes: ``"ovr"`` learns one-vs-rest problems each with its own kernel weights;
-        ``"shared"`` learns one set of weights for all one-vs-rest problems, their objectives summed.
+        With more than two classes (or labels): ``"ovr"`` learns one-vs-rest problems each with its own kernel
+        weights; ``"shared"`` learns one set of weights for all of them, their objectives summed (the sum form
+        of multi-class and multi-label MKL).
+    warm_start : bool, default=False
+        Start the next ``fit`` from this fit's weights and dual variables (same data, other parameters: a
+        path over ``C`` or a regularizer parameter).  Weights outside a changed domain are projected onto it.
     n_jobs : int, optional
-        Parallel binary problems in one-vs-rest multi-class fits (joblib, threads: the stack is shared).
+        Parallel binary problems in one-vs-rest fits (joblib, threads: the stack is shared).
     verbose : int, default=0
         ``>= 1`` shows a progress bar of the outer iterations with the current duality gap.
 
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        Class labels; the label indices 0..L-1 for a label-indicator ``y``.
+    target_type_ : {"binary", "multiclass", "multilabel"}
     weights_ : ndarray of shape (n_kernels,) or (n_classes, n_kernels)
-        Kernel weights (one row per class in one-vs-rest multi-class fits).
+        Kernel weights (one row per class or label in one-vs-rest fits).
     dual_coef_ : ndarray of shape (n_problems, n_train)
         ``alpha_i y_i`` of each binary problem.
     intercept_ : ndarray of shape (n_problems,)
@@ -94,7 +117,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     fit_time_ : float
         Wall-clock seconds of ``fit`` (kernels included).
     results_ : list of MKLResult
-        Full outer-solver results (histories included), one per binary problem.
+        Full outer-solver results (histories included), one per outer problem.
     """
 
     def __init__(
@@ -104,7 +127,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         normalize: str = "trace",
         standardize: bool = False,
         method: str = "l1mkl",
-        C: float = 1.0,
+        C: float | None = None,
         loss: str | Component | None = None,
         regularizer: str | Component | None = None,
         solver: str | Component | None = None,
@@ -116,6 +139,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         kernel_backend: str = "dense",
         memory_budget: int | str | None = None,
         multiclass: str = "ovr",
+        warm_start: bool = False,
         n_jobs: int | None = None,
         verbose: int = 0,
     ) -> None:
@@ -136,22 +160,20 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self.kernel_backend = kernel_backend
         self.memory_budget = memory_budget
         self.multiclass = multiclass
+        self.warm_start = warm_start
         self.n_jobs = n_jobs
         self.verbose = verbose
 
     # ------------------------------------------------------------------------------------------
-    # parts
+    # parts and parameters
     # ------------------------------------------------------------------------------------------
-    def _parts(self) -> tuple[Component, Component, Component]:
-        registry = get_registry()
-        method = registry.get("method", self.method)
-        loss = _make_part("loss", self.loss, method.loss, method.loss_params)
-        if "C" in loss.get_params(deep=False):
-            loss.set_params(C=self.C)
-        regularizer = _make_part("regularizer", self.regularizer, method.regularizer,
-                                 method.regularizer_params)
-        solver = _make_part("solver", self.solver, method.solver, method.solver_params)
-        return loss, regularizer, solver
+    def _parts(self) -> Parts:
+        if self.C is not None and isinstance(self.loss, Component):
+            raise ValueError(f"C is given twice: MKLClassifier(C={self.C!r}) and the loss instance "
+                             f"{type(self.loss).__name__}(C={getattr(self.loss, 'C', '?')!r}); set it in one "
+                             f"place (C=None keeps the loss's value)")
+        return build_parts(self.method, self.loss, self.regularizer, self.solver,
+                           params=None if self.C is None else {"C": self.C})
 
     def _builders(self, n_features: int) -> list[KernelBuilder]:
         if isinstance(self.kernels, str):
@@ -165,11 +187,12 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         return [clone(b) for b in builders]
 
     def _check_params(self) -> None:
-        if not (isinstance(self.C, (int, float)) and np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a positive finite number; got {self.C!r}")
-        if not (self.tol > 0):
+        if self.C is not None and not (isinstance(self.C, numbers.Real) and not isinstance(self.C, bool)
+                                       and np.isfinite(self.C) and self.C > 0):
+            raise ValueError(f"C must be a positive finite number (or None: the loss's own C); got {self.C!r}")
+        if not (isinstance(self.tol, numbers.Real) and self.tol > 0):
             raise ValueError(f"tol must be positive; got {self.tol!r}")
-        if not (isinstance(self.max_iter, (int, np.integer)) and self.max_iter >= 1):
+        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}")
         if self.standardize and self._precomputed:
             raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
@@ -178,16 +201,20 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         if self.stopping not in ("gap", "relative_change"):
             raise ValueError(f"stopping must be 'gap' or 'relative_change'; got {self.stopping!r}")
 
+    @property
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+
     # ------------------------------------------------------------------------------------------
     # fit / predict
     # ------------------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any) -> MKLClassifier:
-        """Fit kernel weights and the SVM.
+        """Fit kernel weights and the SVM(s).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features), or (M, n_samples, n_samples) if precomputed
-        y : array-like of shape (n_samples,)
+        X : array-like of shape (n_samples, n_features), or a precomputed stack (see ``kernels``)
+        y : array-like of shape (n_samples,), or a 0/1 label-indicator matrix (n_samples, n_labels)
 
         Returns
         -------
@@ -196,152 +223,149 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         start = time.perf_counter()
         self._check_params()
         parts = self._parts()
+        warm = self._warm_fit()
         if self._precomputed:
-            stack, y = self._precomputed_stack(X, y)
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+            stack = self._training_stack(X)
             self.kernel_set_ = None
             self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
         else:
-            X, y = validate_data(self, X, y, dtype=np.float64)
-            X = self._fit_standardize(X)
-            builders = self._builders(X.shape[1])
-            self.kernel_set_ = KernelSet(builders, normalize=self.normalize, dtype=self.kernel_dtype,
-                                         backend=self.kernel_backend, memory_budget=self.memory_budget)
+            X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
+            self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize,
+                                         dtype=self.kernel_dtype, backend=self.kernel_backend,
+                                         memory_budget=self.memory_budget, standardize=self.standardize)
             stack = self.kernel_set_.fit_stack(X)
             self.kernel_names_ = self.kernel_set_.describe()
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(f"y has 1 class ({self.classes_[0]!r}); a classifier needs at least "
-                             f"two classes")
-        targets = ([np.where(y_idx == 1, 1.0, -1.0)] if len(self.classes_) == 2 else
-                   [np.where(y_idx == k, 1.0, -1.0) for k in range(len(self.classes_))])
-        if self.multiclass == "shared" and len(targets) > 1:
-            self._store_shared(self._solve_shared(stack, np.array(targets), parts))
-        else:
-            results = Parallel(n_jobs=self.n_jobs, prefer="threads")(
-                delayed(self._solve_binary)(stack, yb, parts) for yb in targets)
-            self._store(results)
+        if len(y) != stack.n_rows:
+            raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
+        targets = encode_targets(y)
+        settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
+                                 stopping=self.stopping)
+        if warm is not None and not (warm.targets.kind == targets.kind and
+                                     np.array_equal(warm.targets.blocks, targets.blocks)):
+            warm = None  # other data: nothing to start from
+        with self._progress() as callback:
+            fitted = fit_mkl(stack, targets, parts, settings, shared=self.multiclass == "shared", warm=warm,
+                             n_jobs=self.n_jobs, callback=callback)
+        self._store(fitted)
         self.fit_time_ = time.perf_counter() - start
         return self
 
-    @property
-    def _precomputed(self) -> bool:
-        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+    def _warm_fit(self) -> FittedMKL | None:
+        if not (self.warm_start and hasattr(self, "results_") and hasattr(self, "_targets")):
+            return None
+        return FittedMKL(targets=self._targets, results=self.results_, shared=self._shared)
 
-    def _precomputed_stack(self, X: Any, y: Any) -> tuple[KernelStack, np.ndarray]:
-        if isinstance(X, KernelStack):
-            stack = X
-        else:
-            arr = np.asarray(X)
-            if arr.ndim != 3 or arr.shape[1] != arr.shape[2]:
-                raise ValueError(f"with kernels='precomputed', X must be a stack of shape (M, n, n); got "
-                                 f"shape {arr.shape}")
-            if not np.all(np.isfinite(arr)):
-                raise ValueError("the precomputed kernel stack contains NaN or infinite values")
-            stack = DenseStack(arr)
-        y = np.asarray(y)
-        if y.ndim != 1 or len(y) != stack.n_rows:
-            raise ValueError(f"y must have one label per sample ({stack.n_rows}); got shape {y.shape}")
-        self.n_train_ = stack.n_rows
-        return stack, y
+    def _progress(self) -> Any:
+        estimator = self
 
-    def _solve_binary(self, stack: KernelStack, y: np.ndarray, parts: tuple) -> MKLResult:
-        loss, regularizer, solver = (clone(p) for p in parts)
-        problem = MKLProblem(stack=stack, y=y, loss=loss, regularizer=regularizer, tol=self.tol,
-                             max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
-        return self._run(solver, problem)
+        class _Bar:
+            def __enter__(self) -> Any:
+                if not estimator.verbose:
+                    self.bar = None
+                    return None
+                self.bar = tqdm(total=estimator.max_iter, desc=f"{estimator.method} outer iterations", unit="it",
+                                leave=False)
 
-    def _run(self, solver: Component, problem: MKLProblem) -> MKLResult:
-        if not self.verbose:
-            return solver.solve(problem)
-        with tqdm(total=self.max_iter, desc=f"{self.method} outer iterations", unit="it", leave=False) as bar:
-            def progress(entry: dict[str, Any]) -> None:
-                bar.update()
-                bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
+                def progress(entry: dict[str, Any]) -> None:
+                    self.bar.update()
+                    self.bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
 
-            problem.callback = progress
-            return solver.solve(problem)
+                return progress
 
-    def _solve_shared(self, stack: KernelStack, Y: np.ndarray, parts: tuple) -> MKLResult:
-        from multikernel.multitask import MultiTaskLoss, SummedQuadForms
+            def __exit__(self, *exc: Any) -> None:
+                if self.bar is not None:
+                    self.bar.close()
 
-        loss, regularizer, solver = (clone(p) for p in parts)
-        problem = MKLProblem(stack=SummedQuadForms(stack), y=Y, loss=MultiTaskLoss(loss), regularizer=regularizer,
-                             tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
-        return self._run(solver, problem)
+        return _Bar()
 
-    def _store_shared(self, result: MKLResult) -> None:
-        """One weight vector for every class; per-class coefficients and intercepts."""
-        n_classes = len(result.coef)
-        per_class = [MKLResult(weights=result.weights, alpha=result.alpha[t], coef=result.coef[t],
-                               bias=float(result.bias[t]), objective=result.objective,
-                               lower_bound=result.lower_bound, dual_gap=result.dual_gap, n_iter=result.n_iter,
-                               converged=result.converged, history=result.history) for t in range(n_classes)]
-        self._store(per_class)
-        self.weights_ = result.weights
-        self.n_iter_, self.objective_, self.dual_gap_ = result.n_iter, result.objective, result.dual_gap
-        self.results_ = [result]
-
-    def _store(self, results: list[MKLResult]) -> None:
-        self.results_ = results
-        weights = np.array([r.weights for r in results])
-        self.dual_coef_ = np.array([r.coef for r in results])
-        self.intercept_ = np.array([r.bias for r in results], dtype=np.float64)
-        n_iter = np.array([r.n_iter for r in results])
-        objective = np.array([r.objective for r in results])
-        gap = np.array([r.dual_gap for r in results])
-        single = len(results) == 1
-        self.weights_ = weights[0] if single else weights
-        self.n_iter_ = int(n_iter[0]) if single else n_iter
-        self.objective_ = float(objective[0]) if single else objective
-        self.dual_gap_ = float(gap[0]) if single else gap
+    def _store(self, fitted: FittedMKL) -> None:
+        t = fitted.targets
+        self._targets, self._shared = t, fitted.shared
+        self.classes_ = t.classes
+        self.target_type_ = t.kind
+        self.results_ = fitted.results
+        single = len(fitted.results) == 1
+        self.weights_ = fitted.weights[0] if single else fitted.weights
+        self.dual_coef_ = fitted.coef
+        self.intercept_ = fitted.bias
+        self.n_iter_ = int(fitted.n_iter[0]) if single else fitted.n_iter
+        self.objective_ = float(fitted.objective[0]) if single else fitted.objective
+        self.dual_gap_ = float(fitted.dual_gap[0]) if single else fitted.dual_gap
         self.support_ = np.flatnonzero(np.any(self.dual_coef_ != 0, axis=0))
 
-    def _cross_stack(self, X: Any) -> KernelStack:
-        if self._precomputed:
-            if isinstance(X, KernelStack):
-                return X
-            arr = np.asarray(X)
-            if arr.ndim != 3 or arr.shape[2] != self.n_train_ or arr.shape[0] != len(self.kernel_names_):
-                raise ValueError(f"with kernels='precomputed', X must be a cross stack of shape "
-                                 f"({len(self.kernel_names_)}, n_test, {self.n_train_}); got {arr.shape}")
-            return DenseStack(arr)
-        X = validate_data(self, X, dtype=np.float64, reset=False)
-        if self.standardize:
-            X = (X - self.feature_mean_) / self.feature_scale_
-        return self.kernel_set_.cross_stack(X)
+    # ------------------------------------------------------------------------------------------
+    # precomputed kernels
+    # ------------------------------------------------------------------------------------------
+    # Precomputed kernels go through scikit-learn's checks (NaN/inf, sparse, complex and empty input get its
+    # messages); n_features_in_ is the number of training samples, as for SVC(kernel="precomputed").
+    _ARRAY_CHECKS = {"allow_nd": True, "dtype": (np.float64, np.float32), "accept_sparse": False}
 
-    def _fit_standardize(self, X: np.ndarray) -> np.ndarray:
-        if not self.standardize:
+    def _training_stack(self, X: Any) -> KernelStack:
+        if isinstance(X, KernelStack):
+            self.precomputed_layout_ = "stack"
+            stack = X
+        else:
+            arr = validate_data(self, X, reset=True, **self._ARRAY_CHECKS)
+            if arr.ndim == 2:
+                arr, self.precomputed_layout_ = arr[:, :, None], "samples_first"
+            elif arr.ndim == 3 and arr.shape[0] == arr.shape[1]:
+                self.precomputed_layout_ = "samples_first"
+            elif arr.ndim == 3 and arr.shape[1] == arr.shape[2]:
+                self.precomputed_layout_ = "kernels_first"
+            else:
+                raise ValueError(f"with kernels='precomputed', X must be the training kernels of shape "
+                                 f"(n_samples, n_samples, n_kernels), (n_kernels, n_samples, n_samples) or "
+                                 f"(n_samples, n_samples); got shape {arr.shape}")
+            stack = self._as_stack(arr)
+        if stack.n_rows != stack.n_cols:
+            raise ValueError(f"the training kernels must be square; got {stack.n_rows} x {stack.n_cols}")
+        self.n_train_ = stack.n_rows
+        return stack
+
+    def _as_stack(self, arr: np.ndarray) -> DenseStack:
+        if self.precomputed_layout_ == "samples_first":
+            arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
+        return DenseStack(arr)
+
+    def _cross_stack(self, X: Any) -> KernelStack:
+        if not self._precomputed:
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+            return self.kernel_set_.cross_stack(X)
+        if isinstance(X, KernelStack):
             return X
-        self.feature_mean_ = X.mean(axis=0)
-        scale = X.std(axis=0)
-        # Constant features stay constant instead of becoming NaN (as StandardScaler does).
-        self.feature_scale_ = np.where(scale > 0, scale, 1.0)
-        return (X - self.feature_mean_) / self.feature_scale_
+        M, n_train = len(self.kernel_names_), self.n_train_
+        layout = getattr(self, "precomputed_layout_", "kernels_first")
+        if layout == "samples_first":
+            arr = validate_data(self, X, reset=False, **self._ARRAY_CHECKS)
+            arr = arr[:, :, None] if arr.ndim == 2 and M == 1 else arr
+            ok, shown = arr.ndim == 3 and arr.shape[1:] == (n_train, M), f"(n_test, {n_train}, {M})"
+        else:
+            arr = check_array(X, **self._ARRAY_CHECKS)
+            ok, shown = arr.ndim == 3 and (arr.shape[0], arr.shape[2]) == (M, n_train), f"({M}, n_test, {n_train})"
+        if not ok:
+            raise ValueError(f"with kernels='precomputed', X must hold the test x train kernels of shape {shown}, "
+                             f"the layout of the training kernels; got shape {arr.shape}")
+        return self._as_stack(arr)
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Signed distance to the separating surface(s).
 
         Returns
         -------
-        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+        ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes) (or (n_samples, n_labels))
         """
         check_is_fitted(self)
-        cross = self._cross_stack(X)
         weights = np.atleast_2d(self.weights_)
-        if len(weights) < len(self.dual_coef_):  # shared weights
-            weights = np.repeat(weights, len(self.dual_coef_), axis=0)
-        scores = np.column_stack([cross.combine(w) @ c + b
-                                  for w, c, b in zip(weights, self.dual_coef_, self.intercept_, strict=True)])
-        return scores[:, 0] if len(self.classes_) == 2 else scores
+        scores = decision_values(self._cross_stack(X), weights, self.dual_coef_, self.intercept_)
+        return scores[:, 0] if self.target_type_ == "binary" else scores
 
     def predict(self, X: Any) -> np.ndarray:
-        """Predicted class labels."""
+        """Predicted class labels (a 0/1 indicator matrix for multi-label targets)."""
         scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
+        return Targets(self.target_type_, self.classes_, np.empty((0, 0))).decode(scores.reshape(len(scores), -1))
 
     # ------------------------------------------------------------------------------------------
     # persistence
@@ -362,16 +386,6 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._precomputed
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = True
         return tags
-
-
-def _make_part(kind: str, override: Any, default_name: str, default_params: dict[str, Any]) -> Any:
-    registry = get_registry()
-    if override is None:
-        return registry.create(kind, default_name, **default_params)
-    if isinstance(override, str):
-        return registry.create(kind, override)
-    if isinstance(override, Component):
-        return clone(override)
-    raise TypeError(f"{kind} must be None, a registered {kind} name or a plugin instance; got "
-                    f"{type(override).__name__}")

@@ -25,19 +25,11 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig
 from multikernel.errors import ConfigError, PluginError
 from multikernel.experiment_config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
+from multikernel.fitcore import FittedMKL, encode_targets
 from multikernel.interfaces import KernelBuilder
 from multikernel.kernelset import KernelSet
 from multikernel.registry import get_registry
-from multikernel.stackcv import (
-    FitOutcome,
-    binary_targets,
-    cross_validate_methods,
-    decision_values,
-    fit_point,
-    predict_labels,
-    resolve_grid,
-    select_best,
-)
+from multikernel.stackcv import cross_validate_methods, fit_point, resolve_grid, select_best
 
 __all__ = [
     "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",
@@ -98,13 +90,13 @@ def make_builders(kernels: KernelsConfig, n_features: int) -> list[KernelBuilder
         raise ConfigError(f"bad parameters for family {kernels.family!r}: {exc}", "kernels.family_params") from exc
 
 
-def make_kernel_set(kernels: KernelsConfig, n_features: int) -> KernelSet:
-    """An unfitted :class:`KernelSet` for ``kernels``; settings of ``[kernels]`` that the kernel set takes
-    (``normalize``, ``dtype``, and storage options where the installed version has them) are passed on."""
+def make_kernel_set(kernels: KernelsConfig, n_features: int, standardize: bool = False) -> KernelSet:
+    """An unfitted :class:`KernelSet` for ``kernels`` (standardizing the features when asked); settings of
+    ``[kernels]`` that the kernel set takes (``normalize``, ``dtype``, storage options) are passed on."""
     accepted = inspect.signature(KernelSet).parameters
     options = {k: v for k, v in attrs.asdict(kernels, recurse=False).items()
                if k in accepted and k != "builders" and v is not None}
-    return KernelSet(make_builders(kernels, n_features), **options)
+    return KernelSet(make_builders(kernels, n_features), standardize=standardize, **options)
 
 
 def noise_columns(n_features: int, ratio: float) -> int:
@@ -123,37 +115,36 @@ def append_noise(X: np.ndarray, ratio: float, max_ratio: float, seed: int) -> np
     return np.hstack([X, noise[:, :noise_columns(X.shape[1], ratio)]])
 
 
-def split_data(X: np.ndarray, y: np.ndarray, dataset: DatasetSpec, settings: ExperimentSettings, repeat: int,
-               standardize: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Stratified split ``repeat`` (seed ``seed + repeat``), standardized with the training statistics."""
+def split_data(X: np.ndarray, y: np.ndarray, dataset: DatasetSpec, settings: ExperimentSettings, repeat: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Stratified split ``repeat`` (seed ``seed + repeat``)."""
     size = {"train_size": dataset.train_size} if dataset.train_size else {"test_size": settings.test_fraction}
-    Xtr, Xte, ytr, yte = train_test_split(X, y, stratify=y, random_state=settings.seed + repeat, **size)
-    if standardize:
-        mean, scale = Xtr.mean(axis=0), Xtr.std(axis=0)
-        scale = np.where(scale > 0, scale, 1.0)  # constant columns stay constant instead of NaN
-        Xtr, Xte = (Xtr - mean) / scale, (Xte - mean) / scale
-    return Xtr, Xte, ytr, yte
+    return train_test_split(X, y, stratify=y, random_state=settings.seed + repeat, **size)
 
 
-def _test_decisions(kernel_set: KernelSet, X_test: np.ndarray, n_train: int, outcomes: Sequence[FitOutcome],
+def _test_decisions(kernel_set: KernelSet, X_test: np.ndarray, n_train: int, fits: Sequence[FittedMKL],
                     block_mb: float) -> list[np.ndarray]:
-    """Decision values of every outcome on ``X_test``; each block of cross kernels is computed once."""
+    """Decision values of every fit on ``X_test``; each block of cross kernels is computed once."""
     bytes_per_row = len(kernel_set.builders) * n_train * np.dtype(kernel_set.dtype).itemsize
     rows = max(1, int(block_mb * 2**20 // max(bytes_per_row, 1)))
-    parts: list[list[np.ndarray]] = [[] for _ in outcomes]
+    parts: list[list[np.ndarray]] = [[] for _ in fits]
     for start in range(0, len(X_test), rows):
         cross = kernel_set.cross_stack(X_test[start:start + rows])
-        for k, outcome in enumerate(outcomes):
-            parts[k].append(decision_values(cross, outcome))
+        for k, fitted in enumerate(fits):
+            parts[k].append(fitted.decision_function(cross))
     return [np.vstack(p) for p in parts]
 
 
-def _summary(outcome: FitOutcome) -> dict[str, Any]:
-    weights = outcome.weights
+def _accuracy(fitted: FittedMKL, scores: np.ndarray, y: np.ndarray) -> float:
+    return float(np.mean(fitted.targets.decode(scores) == y))
+
+
+def _summary(fitted: FittedMKL) -> dict[str, Any]:
+    weights = fitted.weights
     return {
         "weights": (weights[0] if len(weights) == 1 else weights).tolist(),
-        "fit_time": outcome.fit_time, "n_iter": outcome.n_iter, "dual_gap": outcome.dual_gap,
-        "objective": outcome.objective, "converged": outcome.converged,
+        "fit_time": fitted.fit_time, "n_iter": int(fitted.n_iter.max()), "dual_gap": float(fitted.dual_gap.max()),
+        "objective": float(fitted.objective.sum()), "converged": fitted.converged,
     }
 
 
@@ -202,10 +193,9 @@ class _Recorder:
 def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]]) -> None:
     """Benchmark and noisy splits: kernels once; per member CV over its grid and a refit; one test pass."""
     s = task.settings
-    classes = np.unique(task.y)
-    Xtr, Xte, ytr, yte = split_data(X, task.y, task.dataset, s, task.repeat, task.preprocessing.standardize)
+    Xtr, Xte, ytr, yte = split_data(X, task.y, task.dataset, s, task.repeat)
     t0 = time.perf_counter()
-    kernel_set = make_kernel_set(task.kernels, X.shape[1])
+    kernel_set = make_kernel_set(task.kernels, X.shape[1], task.preprocessing.standardize)
     stack = kernel_set.fit_stack(Xtr)
     kernel_time = time.perf_counter() - t0
     M = stack.n_kernels
@@ -219,14 +209,15 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
                        grid=grids[k], kernel_time=kernel_time)
     # Folds outside, methods inside: a fold's sub-stacks are taken once for every method.
     searched = [k for k, points in grids.items() if folds and len(points) > 1]
-    results = cross_validate_methods(stack, ytr, classes, folds,
+    results = cross_validate_methods(stack, ytr, folds,
                                      [(task.members[k].method, grids[k]) for k in searched], task.solver,
                                      warm_start=s.warm_start,
                                      guards=[functools.partial(_Recorder, records[k]) for k in searched])
     for k, (scores, info) in zip(searched, results, strict=True):
         if "error" not in records[k]:
             records[k].update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
-    outcomes: dict[int, FitOutcome] = {}
+    targets = encode_targets(ytr)
+    outcomes: dict[int, FittedMKL] = {}
     for k, points in grids.items():
         rec = records[k]
         if "error" in rec:
@@ -234,15 +225,13 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
         with _Recorder(rec):
             best = select_best(np.array(rec["cv_scores"])) if k in searched else 0
             cpu0 = time.process_time()
-            outcomes[k] = fit_point(stack, binary_targets(ytr, classes), task.members[k].method, points[best],
-                                    task.solver)
+            outcomes[k] = fit_point(stack, targets, task.members[k].method, points[best], task.solver)
             rec.update(_summary(outcomes[k]), best_params=points[best], fit_cpu_time=time.process_time() - cpu0)
     t1 = time.perf_counter()
     decisions = _test_decisions(kernel_set, Xte, len(ytr), list(outcomes.values()), s.cross_block_mb)
     test_kernel_time = time.perf_counter() - t1
-    for k, d in zip(outcomes, decisions, strict=True):
-        records[k].update(accuracy=float(np.mean(predict_labels(d, classes) == yte)),
-                          test_kernel_time=test_kernel_time)
+    for (k, fitted), d in zip(outcomes.items(), decisions, strict=True):
+        records[k].update(accuracy=_accuracy(fitted, d, yte), test_kernel_time=test_kernel_time)
 
 
 def _path(task: UnitTask, record: dict[str, Any]) -> None:
@@ -250,16 +239,14 @@ def _path(task: UnitTask, record: dict[str, Any]) -> None:
     p = task.path
     assert p is not None
     method = task.members[0].method
-    classes = np.unique(task.y)
-    Xtr, Xte, ytr, yte = split_data(task.X, task.y, task.dataset, task.settings, p.repeat,
-                                    task.preprocessing.standardize)
-    kernel_set = make_kernel_set(task.kernels, task.X.shape[1])
+    Xtr, Xte, ytr, yte = split_data(task.X, task.y, task.dataset, task.settings, p.repeat)
+    kernel_set = make_kernel_set(task.kernels, task.X.shape[1], task.preprocessing.standardize)
     stack = kernel_set.fit_stack(Xtr)
     M = stack.n_kernels
     fixed = {k: evaluate_value(v, M) for k, v in p.fixed.items()}
     values = [evaluate_value(v, M) for v in p.values]
-    targets = binary_targets(ytr, classes)
-    outcomes: list[FitOutcome] = []
+    targets = encode_targets(ytr)
+    outcomes: list[FittedMKL] = []
     previous = None
     for value in values:
         outcome = fit_point(stack, targets, method, {**fixed, p.param: value}, task.solver,
@@ -267,7 +254,7 @@ def _path(task: UnitTask, record: dict[str, Any]) -> None:
         outcomes.append(outcome)
         previous = outcome
     decisions = _test_decisions(kernel_set, Xte, len(ytr), outcomes, task.settings.cross_block_mb)
-    points = [{**_summary(o), "value": v, "accuracy": float(np.mean(predict_labels(d, classes) == yte))}
+    points = [{**_summary(o), "value": v, "accuracy": _accuracy(o, d, yte)}
               for v, o, d in zip(values, outcomes, decisions, strict=True)]
     record.update(n_kernels=M, n_features=int(task.X.shape[1]), n_train=len(ytr), n_test=len(yte), param=p.param,
                   fixed=fixed, points=points, kernel_names=kernel_set.describe())

@@ -7,9 +7,14 @@ A plugin package exposes a module (or object) with functions named as below, dec
     [project.entry-points.multikernel]
     my_plugins = "my_package.multikernel_plugins"
 
-Every hook returns a mapping from the public name of a plugin to its implementation; the registry
-merges the mappings of all plugins and refuses a name claimed twice.  The built-in plugins
-(``multikernel.plugins.*``) register through exactly the same group.
+Every hook returns a mapping from the public name of a plugin to its implementation: a class (not an
+instance) subclassing the kind's interface (:data:`COMPONENT_TYPES`), a factory function for kernel
+families, a :class:`~multikernel.interfaces.Method` for methods.  The key is the plugin's name everywhere
+(configs, reports, saved models): registration sets the class's ``name`` to it, or refuses a class whose
+own ``name`` says otherwise.  The registry validates every hook when its plugin is registered (a misspelled
+hook name or a malformed mapping fails there, naming the plugin), merges the mappings of all plugins and
+refuses a name claimed twice.  The built-in plugins (``multikernel.plugins.*``) register through exactly
+the same group.  ``docs/plugins.md`` walks through a complete plugin.
 """
 
 from __future__ import annotations
@@ -51,12 +56,19 @@ def multikernel_losses() -> Mapping[str, type[SampleLoss]]:
 
 @hookspec
 def multikernel_regularizers() -> Mapping[str, type[Regularizer]]:
-    """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...)."""
+    """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...).
+
+    Which solvers can use a regularizer follows from the methods its class implements (a projection, a
+    closed-form update, ...): see :mod:`multikernel.capabilities`.
+    """
 
 
 @hookspec
 def multikernel_solvers() -> Mapping[str, type[Solver]]:
-    """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...)."""
+    """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...).
+
+    Each class declares in ``requires`` the regularizer capabilities it calls (:mod:`multikernel.capabilities`).
+    """
 
 
 @hookspec
@@ -73,5 +85,13 @@ KINDS: dict[str, str] = {
     "method": "multikernel_methods",
 }
 """Plugin kinds and the hook that provides each."""
+
+COMPONENT_TYPES: dict[str, type] = {
+    "kernel": KernelBuilder,
+    "loss": SampleLoss,
+    "regularizer": Regularizer,
+    "solver": Solver,
+}
+"""The interface that the classes of each component kind subclass (families are factories, methods presets)."""
 
 AnyPlugin = Any

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import attrs
 import numpy as np
@@ -33,6 +33,8 @@ __all__ = [
     "KernelBuilder",
     "SampleLoss",
     "InnerSolution",
+    "InnerProblem",
+    "LossBlocks",
     "Regularizer",
     "Solver",
     "MKLProblem",
@@ -157,7 +159,23 @@ class Regularizer(Component, abc.ABC):
     The outer problem is ``min_{mu in D} Omega(mu) + J(mu)`` with ``J(mu) = max_alpha L(alpha) -
     1/2 sum_m mu_m q_m(alpha)``.  ``dual_bound`` gives, for any alpha, the certified lower bound
     ``L(alpha) - dual_bound(q(alpha)/2)`` of the optimum, hence a duality gap for every solver.
+
+    Only ``check``, ``initial`` and ``dual_bound`` are required.  What else a regularizer offers
+    (a closed-form update, a projection, the gradient of its penalty, ...) decides which solvers can use
+    it; :mod:`multikernel.capabilities` derives this from the methods a class overrides and from ``domain``,
+    and names the missing pieces when a solver cannot run with it (see ``docs/plugins.md``).
+
+    Attributes
+    ----------
+    domain : str
+        The shape of ``D``, the one capability that cannot be read off the code: ``"simplex"`` (the unit
+        simplex: the reduced-gradient solver), ``"box_simplex"`` (``{sum mu = 1, 0 <= mu <= cap(M)}``, with
+        a ``cap(n_kernels)`` method) or ``"point"`` (the single point ``1/M``); these three are the polyhedral
+        domains of the level method.  Any other value (``"lp_ball"``, ``"elastic_net"``) or ``""``
+        (unknown, the default) promises nothing.
     """
+
+    domain: ClassVar[str] = ""
 
     @abc.abstractmethod
     def check(self, n_kernels: int) -> None:
@@ -193,21 +211,104 @@ class Regularizer(Component, abc.ABC):
         """Euclidean projection of ``v`` onto ``D``."""
         raise NotImplementedError(f"regularizer {self.name!r} offers no Euclidean projection")
 
+    def strong_convexity(self) -> float:
+        """A modulus ``sigma >= 0`` such that ``Omega - sigma/2 ||mu||^2`` is convex on ``D``; 0 if none is known.
+
+        No built-in solver needs it; a solver that takes steps of length ``1/sigma`` can require it.
+        """
+        return 0.0
+
 
 # --------------------------------------------------------------------------------------------------
 # Solvers: the outer loop
 # --------------------------------------------------------------------------------------------------
+class InnerProblem(abc.ABC):
+    """The inner maximisation over ``alpha`` for a fixed combined kernel, over ``T`` coefficient blocks.
+
+    This is the seam between the outer solvers and every learning task.  For weights ``mu`` the outer
+    solvers need only three things from the inner problem:
+
+    * ``solve(K, alpha0, tol)``: an :class:`InnerSolution` on the combined kernel ``K`` whose ``coef`` holds
+      the coefficient blocks ``c_t`` (shape (n,) for one block, (T, n) for several);
+    * ``linear_term(alpha)``: ``L(alpha)``, the part of the inner dual that does not depend on the kernel;
+    * the quadratic forms ``q_m = sum_t c_t' K_m c_t``, which :meth:`MKLProblem.quad_forms` computes from the
+      blocks, so that certificates and weight updates are the same code for every task.
+
+    Binary classification is one block; multi-class with shared weights and multi-label MKL (the sum form)
+    are T independent SVMs on one kernel (:class:`LossBlocks`); a multi-label ranking problem or an
+    input-output kernel problem returns its own blocks (one per label, one per label vector) from its own
+    solver, with whatever linear term, per-sample bounds and equality constraints its dual has.
+    """
+
+    @abc.abstractmethod
+    def solve(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
+        """Solve for the combined kernel ``K`` (an (n, n) array or a column provider), warm-started at ``alpha0``."""
+
+    @abc.abstractmethod
+    def linear_term(self, alpha: np.ndarray) -> float:
+        """``L(alpha)`` summed over the blocks."""
+
+    @property
+    @abc.abstractmethod
+    def alpha_shape(self) -> tuple[int, ...]:
+        """Shape of the dual variables ``alpha`` (a warm start of another shape is ignored)."""
+
+
+class LossBlocks(InnerProblem):
+    """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
+
+    ``targets`` of shape (n,) is one block (binary); of shape (T, n) it is T blocks (one-vs-rest problems or
+    labels sharing the kernel weights), whose objectives add up.  The solution's ``alpha``, ``coef`` and
+    ``bias`` have the shape of ``targets`` (``bias`` one per block).
+    """
+
+    def __init__(self, loss: SampleLoss, targets: np.ndarray) -> None:
+        self.loss = loss
+        self.targets = np.asarray(targets, dtype=np.float64)
+        if self.targets.ndim not in (1, 2):
+            raise ValueError(f"targets must have shape (n,) or (T, n); got {self.targets.shape}")
+
+    def solve(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
+        if self.targets.ndim == 1:
+            return self.loss.solve(K, self.targets, alpha0=alpha0, tol=tol)
+        sols = [self.loss.solve(K, y, alpha0=None if alpha0 is None else alpha0[t], tol=tol)
+                for t, y in enumerate(self.targets)]
+        return InnerSolution(
+            alpha=np.array([s.alpha for s in sols]), coef=np.array([s.coef for s in sols]),
+            bias=np.array([s.bias for s in sols]),  # type: ignore[arg-type]
+            dual_objective=float(sum(s.dual_objective for s in sols)),
+            primal_objective=float(sum(s.primal_objective for s in sols)),
+            n_iter=int(sum(s.n_iter for s in sols)),
+        )
+
+    @property
+    def alpha_shape(self) -> tuple[int, ...]:
+        return self.targets.shape
+
+    def linear_term(self, alpha: np.ndarray) -> float:
+        if self.targets.ndim == 1:
+            return self.loss.linear_term(alpha, self.targets)
+        return float(sum(self.loss.linear_term(a, y) for a, y in zip(alpha, self.targets, strict=True)))
+
+
 @attrs.define(slots=False)
 class MKLProblem:
     """Everything an outer solver needs.
 
-    ``stack`` provides ``combine(mu)`` and ``quad_forms(coef)``; ``warm_start`` may carry a previous
-    :class:`MKLResult` (for example from the neighbouring point of a hyper-parameter grid).
+    ``stack`` provides ``combine(mu)`` and ``quad_forms(v)``; ``y`` holds the targets in {-1, +1}, shape (n,)
+    for one binary problem or (T, n) for T problems that share the kernel weights (their objectives add up),
+    or ``None`` when ``inner`` is given;
+    ``warm_start`` may carry a previous :class:`MKLResult` (for example from the neighbouring point of a
+    hyper-parameter grid).  ``inner`` replaces the default inner problem (``loss`` solved on each row of
+    ``y``) by another one: a ranking or input-output kernel problem brings its own.
+
+    Solvers talk to the inner problem only through :meth:`solve_inner`, :meth:`linear_term` and
+    :meth:`quad_forms`, so they serve every task unchanged.
     """
 
     stack: KernelStack
-    y: np.ndarray
-    loss: SampleLoss
+    y: np.ndarray | None
+    loss: SampleLoss | None
     regularizer: Regularizer
     tol: float = 1e-3
     max_iter: int = 100
@@ -215,6 +316,33 @@ class MKLProblem:
     stopping: str = "gap"  # "gap" (certified relative duality gap) or "relative_change" (authors' rule)
     warm_start: MKLResult | None = None
     callback: Callable[[dict[str, Any]], None] | None = None
+    inner: InnerProblem | None = None
+
+    def __attrs_post_init__(self) -> None:
+        if self.inner is None:
+            if self.loss is None or self.y is None:
+                raise ValueError("an MKLProblem needs a loss and targets y, or an inner problem")
+            self.inner = LossBlocks(self.loss, self.y)
+
+    @property
+    def block_shape(self) -> tuple[int, ...]:
+        """Shape of ``alpha``: (n,) for one binary block, (T, n) for T blocks, the inner problem's own otherwise."""
+        return self.inner.alpha_shape  # type: ignore[union-attr]
+
+    def solve_inner(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
+        """The inner solution on the combined kernel ``K``, warm-started at ``alpha0``."""
+        return self.inner.solve(K, alpha0, tol)  # type: ignore[union-attr]
+
+    def linear_term(self, alpha: np.ndarray) -> float:
+        """``L(alpha)``, summed over the blocks."""
+        return self.inner.linear_term(alpha)  # type: ignore[union-attr]
+
+    def quad_forms(self, coef: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
+        """``q_m = sum_t c_t' K_m c_t`` over the coefficient blocks (all kernels, or only ``kernels``)."""
+        coef = np.asarray(coef)
+        if coef.ndim == 1:
+            return self.stack.quad_forms(coef, kernels)
+        return np.sum([self.stack.quad_forms(c, kernels) for c in coef], axis=0)
 
 
 @attrs.define(slots=False)
@@ -229,7 +357,7 @@ class MKLResult:
     weights: np.ndarray
     alpha: np.ndarray
     coef: np.ndarray
-    bias: float
+    bias: float | np.ndarray
     objective: float
     lower_bound: float
     dual_gap: float
@@ -239,7 +367,17 @@ class MKLResult:
 
 
 class Solver(Component, abc.ABC):
-    """An outer loop over the kernel weights."""
+    """An outer loop over the kernel weights.
+
+    Attributes
+    ----------
+    requires : frozenset of multikernel.capabilities.Capability
+        What the solver calls on the regularizer beyond ``check``, ``initial``, ``penalty`` and
+        ``dual_bound`` (for example ``{Capability.PROJECTION}``).  Building a method checks it against the
+        regularizer (:func:`multikernel.capabilities.check_compatible`).
+    """
+
+    requires: ClassVar[frozenset[str]] = frozenset()
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_array
 
 from multikernel._blocks import group_builders, raw_blocks
@@ -48,11 +49,16 @@ class KernelSet:
         Directory of the memory-mapped files.
     block_size : int or str
         The lazy backend's budget for one block of kernel values.
+    standardize : bool, default=False
+        Standardize each feature with the training mean and standard deviation before the kernels are
+        built (constant features are only centred), and apply the same transform to the features of every
+        cross stack.  This is the library's one place for standardization: the estimator and the
+        experiment runner both use it.
     """
 
     def __init__(self, builders: Sequence[KernelBuilder], normalize: str = "none", dtype: str = "float64",
                  backend: str = "dense", memory_budget: int | str | None = None,
-                 memmap_dir: str | None = None, block_size: int | str = "256MB") -> None:
+                 memmap_dir: str | None = None, block_size: int | str = "256MB", standardize: bool = False) -> None:
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}; got {normalize!r}")
         if backend not in (*BACKENDS, "auto"):
@@ -68,6 +74,7 @@ class KernelSet:
         self.memory_budget = memory_budget
         self.memmap_dir = memmap_dir
         self.block_size = block_size
+        self.standardize = standardize
 
     # ---------------------------------------------------------------------------------------------
     # Memory
@@ -98,6 +105,10 @@ class KernelSet:
         # One private copy shared by all builders (they keep their training features; a caller
         # changing X afterwards must not change the fitted kernels).
         X = check_array(X, dtype=np.float64, order="C", copy=True)
+        if self.standardize:
+            scaler = StandardScaler().fit(X)
+            self.feature_mean_, self.feature_scale_ = scaler.mean_, scaler.scale_
+            X = self._standardized(X)
         n = len(X)
         self.backend_ = self._choose_backend(n, n, X.shape[1])
         check_budget(self.estimate_memory(n, n, X.shape[1], self.backend_), self._budget())
@@ -187,7 +198,7 @@ class KernelSet:
         """The cross stack between ``X`` and the training features, shape (M, len(X), n_train)."""
         if not hasattr(self, "n_train_"):
             raise ValueError("call fit_stack before cross_stack")
-        X = check_array(X, dtype=np.float64, order="C")
+        X = self._standardized(check_array(X, dtype=np.float64, order="C"))
         M, n, n_train = len(self.builders), len(X), self.n_train_
         check_budget(self.estimate_memory(n, n_train, X.shape[1], self.backend_), self._budget())
         fitted = self.normalization_
@@ -213,6 +224,11 @@ class KernelSet:
                 row_mean[m] = K.mean(axis=1)
             data[m] = norm.apply(K, m)
         return finish()
+
+    def _standardized(self, X: np.ndarray) -> np.ndarray:
+        if not self.standardize:
+            return X
+        return (X - self.feature_mean_) / self.feature_scale_
 
     def _row_diag(self, X: np.ndarray) -> np.ndarray:
         out = np.empty((len(self.builders), len(X)))

@@ -44,7 +44,7 @@ class OuterLoop:
         """
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
-        lower = -math.inf if q is None else p.loss.linear_term(sol.alpha, p.y) - p.regularizer.dual_bound(0.5 * q)
+        lower = -math.inf if q is None else p.linear_term(sol.alpha) - p.regularizer.dual_bound(0.5 * q)
         if upper < self.upper:
             self.upper = upper
             self.best = MKLResult(weights=mu.copy(), alpha=sol.alpha, coef=sol.coef, bias=sol.bias,

@@ -128,19 +128,16 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     if isinstance(value, Component):
-        return {"__plugin__": value.name, "params": _jsonable(value.get_params(deep=False))}
+        # The name of the exact class: an unregistered subclass must not be saved as its parent.
+        return {"__plugin__": get_registry().name_of(value), "params": _jsonable(value.get_params(deep=False))}
     return value
 
 
 def _encode_builders(ks: Any, store: _ArrayStore) -> list[dict[str, Any]]:
     builders = []
-    registered = get_registry().names("kernel")
     for b in ks.builders:
-        if b.name not in registered:
-            raise ValueError(f"kernel builder {type(b).__name__} is not a registered plugin; register it "
-                             f"(entry-point group 'multikernel') so that saved models can name it")
         derived = tuple(getattr(b, "derived_from_training_features", ()))
-        spec = {"name": b.name, "params": _jsonable(b.get_params(deep=False)),
+        spec = {"name": get_registry().name_of(b, "kernel"), "params": _jsonable(b.get_params(deep=False)),
                 "state": _encode_fitted(b, store, skip=derived)}
         if derived:
             spec["training_features"] = store.add(b.training_features())
@@ -160,7 +157,9 @@ def save_model(est: Any, path: str | Path) -> None:
         If ``est`` is not fitted.
     ValueError
         If a parameter or fitted attribute cannot be written without pickle (a builder holding a
-        matrix, a ``product`` of builders, an unregistered plugin); the message names it.
+        matrix, a ``product`` of builders); the message names it.
+    PluginError
+        If a plugin's exact class is not registered (a subclass does not inherit its parent's name).
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -175,7 +174,8 @@ def save_model(est: Any, path: str | Path) -> None:
     ks = est.kernel_set_
     if ks is not None:
         meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
-                              "memory_budget": ks.memory_budget, "builders": _encode_builders(ks, store),
+                              "memory_budget": ks.memory_budget, "standardize": ks.standardize,
+                              "builders": _encode_builders(ks, store),
                               "state": _encode_fitted(ks, store)}
     try:
         text = json.dumps(meta, allow_nan=True)
@@ -281,18 +281,15 @@ def _restore_fitted(obj: Any, layout: dict[str, Any], arrays: dict[str, np.ndarr
         setattr(obj, key, _decode_value(spec, arrays))
 
 
-def _plugin_kind(name: str) -> str:
-    registry = get_registry()
-    for kind in ("loss", "regularizer", "solver", "kernel"):
-        if name in registry.names(kind):
-            return kind
-    raise ModelFormatError(f"the model uses the plugin {name!r}, which is not installed")
-
-
-def _restore_part(value: Any) -> Any:
+def _restore_part(value: Any, key: str = "") -> Any:
     if isinstance(value, dict) and "__plugin__" in value:
-        name = value["__plugin__"]
-        return get_registry().create(_plugin_kind(name), name, **value["params"])
+        name, registry = value["__plugin__"], get_registry()
+        # The estimator's parameter says the kind (the same name may be a loss and a kernel, say).
+        kinds = [key] if key in ("loss", "regularizer", "solver") else ["loss", "regularizer", "solver", "kernel"]
+        kind = next((k for k in kinds if name in registry.names(k)), None)
+        if kind is None:
+            raise ModelFormatError(f"the model uses the plugin {name!r}, which is not installed")
+        return registry.create(kind, name, **value["params"])
     return value
 
 
@@ -310,7 +307,8 @@ def _restore_kernel_set(ks_meta: dict[str, Any], arrays: dict[str, np.ndarray]) 
             b.set_training_features(arrays[spec["training_features"]])
         builders.append(b)
     ks = KernelSet(builders, normalize=ks_meta["normalize"], dtype=ks_meta["dtype"],
-                   backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"))
+                   backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"),
+                   standardize=ks_meta.get("standardize", False))
     _restore_fitted(ks, ks_meta["state"], arrays)
     for b, spec in zip(builders, ks_meta["builders"], strict=True):
         if "training_features" in spec and len(b.training_features()) != ks.n_train_:
@@ -337,7 +335,7 @@ def load_model(path: str | Path) -> Any:
     try:
         if meta.get("estimator") != MKLClassifier.__name__:
             raise ValueError(f"unknown estimator {meta.get('estimator')!r}")
-        params = {k: _restore_part(v) for k, v in meta["params"].items()}
+        params = {k: _restore_part(v, k) for k, v in meta["params"].items()}
         ks = None if meta["kernel_set"] is None else _restore_kernel_set(meta["kernel_set"], arrays)
         if params.get("kernels") == "builders":
             if ks is None:

@@ -232,6 +232,12 @@ class SimplexPower(Regularizer):
         theta, p = _positive("theta", self.theta), self._p()
         return (1.0 / p) * (2.0 * (p - 1.0) / (p * theta)) ** (p - 1.0)
 
+    def strong_convexity(self) -> float:
+        # Omega'' = kappa p (p-1) mu^(p-2) on 0 < mu <= 1: at least kappa p (p-1) for p <= 2 (1/theta at p = 2);
+        # for p > 2 it vanishes at mu = 0.
+        p = self._p()
+        return self.kappa() * p * (p - 1.0) if p <= 2.0 else 0.0
+
     def check(self, n_kernels: int) -> None:
         _need_kernels(n_kernels)
         self.kappa()

@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
+from multikernel.capabilities import Capability
 from multikernel.combination import CombinedKernel
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
@@ -43,10 +44,10 @@ def _start(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.nd
     try:
         mu = np.asarray(reg.project(mu), dtype=np.float64)
     except NotImplementedError:
-        pass
+        mu = init  # the warm weights may lie outside this domain and cannot be brought back into it
     if revive and np.any(mu <= 0):
         mu = 0.999 * mu + 0.001 * init
-    alpha = warm.alpha if np.shape(warm.alpha) == (len(problem.y),) else None
+    alpha = warm.alpha if np.shape(warm.alpha) == problem.block_shape else None
     return mu, alpha
 
 
@@ -72,13 +73,13 @@ class _Evaluator:
         until they are accepted (:meth:`quad_forms`).
         """
         p = self.problem
-        sol = p.loss.solve(self.combined(mu), p.y, alpha0=alpha0, tol=self.loop.inner_tol)
+        sol = p.solve_inner(self.combined(mu), alpha0, self.loop.inner_tol)
         self.n_solves += 1
         q = self.quad_forms(sol) if with_q else None
         return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
 
     def quad_forms(self, sol: InnerSolution) -> np.ndarray:
-        return self.problem.stack.quad_forms(sol.coef)
+        return self.problem.quad_forms(sol.coef)
 
     def gradient(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray:
         return -0.5 * q + self.problem.regularizer.penalty_gradient(mu)
@@ -107,6 +108,7 @@ class BlockCoordinateDescent(Solver):
     """
 
     name = "bcd"
+    requires = frozenset({Capability.CLOSED_FORM})
 
     def __init__(self, certify_every: int = 4) -> None:
         self.certify_every = certify_every
@@ -121,17 +123,17 @@ class BlockCoordinateDescent(Solver):
         converged = interrupted = False
         try:
             for it in range(problem.max_iter):
-                sol = problem.loss.solve(combined(mu), problem.y, alpha0=alpha, tol=loop.inner_tol)
+                sol = problem.solve_inner(combined(mu), alpha, loop.inner_tol)
                 alpha = sol.alpha
                 active = np.flatnonzero(mu)
                 if it % self.certify_every == 0 or 2 * len(active) > len(mu):
-                    q = stack.quad_forms(sol.coef)
+                    q = problem.quad_forms(sol.coef)
                     certified = q
                 else:
                     # The update depends on q only through mu_m^2 q_m: the forms of zero weights (which
                     # stay zero) are needed only by the lower bound, computed every certify_every iterations.
                     q = np.zeros(len(mu))
-                    q[active] = stack.quad_forms(sol.coef, active)
+                    q[active] = problem.quad_forms(sol.coef, active)
                     certified = None
                 if loop.record(mu, sol, certified):
                     converged = True
@@ -181,6 +183,7 @@ class ProjectedGradient(_LineSearchSolver):
     """
 
     name = "projected_gradient"
+    requires = frozenset({Capability.PROJECTION, Capability.PENALTY_GRADIENT})
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
@@ -276,6 +279,7 @@ class ReducedGradient(_LineSearchSolver):
     """
 
     name = "reduced_gradient"
+    requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         reg = problem.regularizer
@@ -409,6 +413,8 @@ class LevelMethod(Solver):
     """
 
     name = "level"
+    # _polyhedral_cap (the LP), the projection onto level sets, and the penalty tangents of the cuts
+    requires = frozenset({Capability.PROJECTION, Capability.POLYHEDRAL, Capability.CAP, Capability.PENALTY_GRADIENT})
 
     def __init__(self, level: float = 0.3, max_cuts: int = 200) -> None:
         self.level = level
@@ -417,7 +423,7 @@ class LevelMethod(Solver):
     def solve(self, problem: MKLProblem) -> MKLResult:
         if not (0.0 < self.level < 1.0 and self.max_cuts >= 2):
             raise ValueError("level needs 0 < level < 1 and max_cuts >= 2")
-        stack, y, loss = problem.stack, problem.y, problem.loss
+        stack = problem.stack
         cap = _polyhedral_cap(problem.regularizer, stack.n_kernels)
         project = problem.regularizer.project
         mu, alpha = _start(problem)
@@ -430,14 +436,14 @@ class LevelMethod(Solver):
         reason = None
         try:
             for _ in range(problem.max_iter):
-                sol = loss.solve(combined(mu), y, alpha0=alpha, tol=loop.inner_tol)
+                sol = problem.solve_inner(combined(mu), alpha, loop.inner_tol)
                 alpha = sol.alpha
-                q = stack.quad_forms(sol.coef)
+                q = problem.quad_forms(sol.coef)
                 if pending is not None:
                     bundle.add(*pending)
                 # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
                 o, g = _penalty_tangent(problem.regularizer, mu)
-                bundle.add(loss.linear_term(sol.alpha, y), q, sol.alpha, sol.coef, o, g)
+                bundle.add(problem.linear_term(sol.alpha), q, sol.alpha, sol.coef, o, g)
                 model = bundle.model_minimum(cap)
                 pending = None if model is None else self._aggregate(problem, loop, bundle, mu, model[1])
                 if loop.record(mu, sol, q):
@@ -473,13 +479,13 @@ class LevelMethod(Solver):
             return None  # one active cut: alpha_bar is that cut's alpha, already offered
         # tensordot: alpha is (n,) for one problem, (T, n) for tasks sharing the weights
         alpha_bar, coef_bar = np.tensordot(lam, bundle.alphas, axes=1), np.tensordot(lam, bundle.coefs, axes=1)
-        q_bar = problem.stack.quad_forms(coef_bar)
+        q_bar = problem.quad_forms(coef_bar)
         o_bar, g_bar = float(lam @ bundle.O), lam @ bundle.G
         # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
         aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
                                   primal_objective=math.inf)
         loop.offer(mu, aggregate, q_bar)
-        return problem.loss.linear_term(alpha_bar, problem.y), q_bar, alpha_bar, coef_bar, o_bar, g_bar
+        return problem.linear_term(alpha_bar), q_bar, alpha_bar, coef_bar, o_bar, g_bar
 
 
 def _penalty_tangent(reg: Regularizer, mu: np.ndarray) -> tuple[float, np.ndarray]:

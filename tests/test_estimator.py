@@ -17,7 +17,7 @@ from multikernel import MKLClassifier
 from multikernel.plugins.kernels import LinearKernel, PolynomialKernel, RBFKernel
 
 
-@parametrize_with_checks([MKLClassifier(max_iter=20)])
+@parametrize_with_checks([MKLClassifier(max_iter=20), MKLClassifier(kernels="precomputed", max_iter=20)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -60,7 +60,7 @@ def test_precomputed_stack_matches_features(cancer):
     pre = MKLClassifier(kernels="precomputed", normalize="none", max_iter=100).fit(stack, y)
     np.testing.assert_allclose(pre.weights_, from_features.weights_, atol=1e-8)
     assert np.array_equal(pre.predict(stack), from_features.predict(X))
-    with pytest.raises(ValueError, match="cross stack of shape"):
+    with pytest.raises(ValueError, match="test x train kernels of shape"):
         pre.predict(stack[:, :, :10])
 
 

@@ -163,8 +163,8 @@ def test_grid_search_matches_sklearn_gridsearchcv(method):
     stack = KernelSet([b for b in builders], normalize="none").fit_stack(X)
     points = resolve_grid(grid, stack.n_kernels)
     for warm in (False, True):
-        scores, info = cross_validate(stack, y, np.unique(y), list(folds.split(X, y)), MethodSpec(method=method),
-                                      points, solver, warm_start=warm)
+        scores, info = cross_validate(stack, y, list(folds.split(X, y)), MethodSpec(method=method), points, solver,
+                                      warm_start=warm)
         assert points[select_best(scores)] == reference.best_params_
         assert info["cv_fits"] == len(points) * 3
         if not warm:  # the very same fits: the same fold scores, to the bit
@@ -354,26 +354,28 @@ def test_figure_experiments_as_functions():
 
 
 def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
-    from multikernel.interfaces import MKLResult
-    from multikernel.plugins.regularizers import Uniform
-    from multikernel.stackcv import FitOutcome, _feasible_starts, warm_chains
+    from multikernel.fitcore import SolveSettings, encode_targets
+    from multikernel.stack import DenseStack
+    from multikernel.stackcv import fit_point, warm_chains
 
     points = resolve_grid({"C": [10.0, 0.1, 1.0], "regularizer__theta": [0.5, 1.0]}, 3)
     (order,) = warm_chains(points)
     walk = [(points[i]["regularizer__theta"], points[i]["C"]) for i in order]
     assert walk == [(0.5, 0.1), (0.5, 1.0), (0.5, 10.0), (1.0, 10.0), (1.0, 1.0), (1.0, 0.1)]
-    result = MKLResult(weights=np.array([0.7, 0.2, 0.1]), alpha=np.zeros(4), coef=np.zeros(4), bias=0.0,
-                       objective=1.0, lower_bound=0.9, dual_gap=0.1, n_iter=3, converged=False)
-    previous = FitOutcome(results=[result], fit_time=0.0, params={"C": 1.0, "regularizer__theta": 1.0})
-    same = _feasible_starts(previous, {"C": 10.0, "regularizer__theta": 1.0}, Uniform(), 3, 1)
-    assert same[0] is previous.results[0]  # only C changed: the domain is the same
-    projected = _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, Uniform(), 3, 1)
-    np.testing.assert_allclose(projected[0].weights, 1 / 3)  # projected onto the (new) domain
-    class NoProjection(ToySimplex):
-        def project(self, v):
-            raise NotImplementedError
-
-    assert _feasible_starts(previous, {"C": 1.0, "regularizer__theta": 0.5}, NoProjection(), 3, 1) == [None]
+    # A warm start from a larger box (theta = 1, the simplex) is projected onto the smaller one (theta = 0.4):
+    # the fit is the same as a cold one.
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(30, 3))
+    y = np.where(Z[:, 0] + 0.3 * rng.normal(size=30) > 0, 1, -1)
+    stack = DenseStack(np.array([np.outer(Z[:, m], Z[:, m]) + 0.1 * np.eye(30) for m in range(3)]))
+    targets, spec = encode_targets(y), MethodSpec(method="sm1mkl")
+    settings = SolveSettings(tol=1e-7, inner_tol=1e-9, max_iter=500)
+    wide = fit_point(stack, targets, spec, {"regularizer__nu": None, "regularizer__theta": 1.0}, settings)
+    assert wide.weights.max() > 0.4  # outside the narrower box
+    warm = fit_point(stack, targets, spec, {"regularizer__nu": None, "regularizer__theta": 0.4}, settings, warm=wide)
+    cold = fit_point(stack, targets, spec, {"regularizer__nu": None, "regularizer__theta": 0.4}, settings)
+    assert warm.weights.max() <= 0.4 + 1e-12
+    assert float(warm.objective[0]) == pytest.approx(float(cold.objective[0]), rel=1e-6)
 
 
 def test_figures_are_skipped_with_a_message_without_matplotlib(tmp_path, monkeypatch):

@@ -372,3 +372,17 @@ def test_round_trip_precomputed_and_lazy(tmp_path, cancer):
     loaded = MKLClassifier.load(tmp_path / "lazy.npz")
     assert loaded.kernel_set_.backend_ == "lazy"
     np.testing.assert_allclose(loaded.decision_function(X[:9]), lazy.decision_function(X[:9]), rtol=1e-12)
+
+
+def test_round_trip_multilabel_and_shared(tmp_path):
+    X, y = load_iris(return_X_y=True)
+    Y = np.column_stack([y == 0, y == 1, X[:, 0] > 5.8]).astype(int)
+    for name, est, target in [("ml", MKLClassifier(max_iter=10, tol=1e-2), Y),
+                              ("shared", MKLClassifier(max_iter=10, tol=1e-2, multiclass="shared",
+                                                       standardize=True), _NAMES[y])]:
+        est.fit(X, target)
+        est.save(tmp_path / f"{name}.npz")
+        loaded = MKLClassifier.load(tmp_path / f"{name}.npz")
+        assert loaded.target_type_ == est.target_type_
+        np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+        np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))

@@ -131,3 +131,130 @@ def test_third_party_regularizer_nested_grid_search(third_party, cancer):
     radius = search.best_estimator_.regularizer.radius
     assert radius in (0.5, 2.0)
     assert np.linalg.norm(search.best_estimator_.weights_) == pytest.approx(radius, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------------
+# hook implementations are validated at registration, naming the plugin and the hook
+# --------------------------------------------------------------------------------------------------
+def _plugin(**hooks):
+    """A plugin object whose attributes are the given hook implementations."""
+    return type("Plugin", (), {name: staticmethod(hookimpl(fn)) for name, fn in hooks.items()})()
+
+
+def _simplex_subclass(**attrs):
+    from multikernel.plugins.regularizers import Simplex
+
+    return type("MySimplex", (Simplex,), {"__module__": "my_pkg.mk", **attrs})
+
+
+@pytest.mark.parametrize("hooks, fragment", [
+    ({"multikernel_regularizer": lambda: {}},
+     r"plugin 'bad' \(.*Plugin object\): 'multikernel_regularizer' is not a multikernel hook \(did you mean "
+     r"'multikernel_regularizers'\?\)\. The hooks are multikernel_kernel_builders, "),
+    ({"multikernel_regularizers": lambda: [("x", None)]},
+     r"plugin 'bad' .*, hook multikernel_regularizers returned \[\('x', None\)\] \(list\); a hook returns a mapping"),
+    ({"multikernel_regularizers": lambda: None},
+     r"hook multikernel_regularizers returned None \(NoneType\); a hook returns a mapping"),
+    ({"multikernel_regularizers": lambda: {"mine": _simplex_subclass()()}},
+     r"hook multikernel_regularizers: 'mine' maps to MySimplex\(\) \(MySimplex\), not a class; return the class "
+     r"itself: \{'mine': MySimplex\}"),
+    ({"multikernel_regularizers": lambda: {"mine": dict}},
+     r"hook multikernel_regularizers: 'mine' maps to the class builtins\.dict, which is not a subclass of "
+     r"multikernel\.interfaces\.Regularizer"),
+    ({"multikernel_solvers": lambda: {"mine": _simplex_subclass()}},
+     r"hook multikernel_solvers: 'mine' maps to the class my_pkg\.mk\.MySimplex, which is not a subclass of "
+     r"multikernel\.interfaces\.Solver"),
+    ({"multikernel_regularizers": lambda: {3: _simplex_subclass()}},
+     r"hook multikernel_regularizers: the key 3 is not a name"),
+    ({"multikernel_regularizers": lambda: {"mine": _simplex_subclass(name="other")}},
+     r"hook multikernel_regularizers: 'mine' maps to the class my_pkg\.mk\.MySimplex, whose name attribute is "
+     r"'other'"),
+    ({"multikernel_methods": lambda: {"fast": "l1mkl"}},
+     r"hook multikernel_methods: 'fast' maps to 'l1mkl' \(str\); a method is a multikernel\.interfaces\.Method"),
+    ({"multikernel_kernel_families": lambda: {"fam": 3}},
+     r"hook multikernel_kernel_families: 'fam' maps to 3 \(int\); a kernel family is a function"),
+    ({"multikernel_regularizers": lambda: 1 / 0},
+     r"plugin 'bad' .*, hook multikernel_regularizers raised ZeroDivisionError"),
+])
+def test_malformed_hooks_fail_at_registration(hooks, fragment):
+    reg = Registry()
+    before = {kind: reg.names(kind) for kind in ("regularizer", "solver", "method", "family")}
+    plugin = _plugin(**hooks)
+    with pytest.raises(PluginError, match=fragment):
+        reg.register(plugin, name="bad")
+    assert not reg._pm.is_registered(plugin)  # the registry is left as it was
+    assert {kind: reg.names(kind) for kind in before} == before
+
+
+def test_method_key_must_match_its_name():
+    from multikernel.plugins.methods import AVERAGE
+
+    with pytest.raises(PluginError, match="the key 'avg' maps to the method named 'average'"):
+        Registry().register(_plugin(multikernel_methods=lambda: {"avg": AVERAGE}), name="bad")
+
+
+def test_a_class_has_one_name():
+    cls = _simplex_subclass()
+    with pytest.raises(PluginError, match=r"the class my_pkg\.mk\.MySimplex is registered twice, as 'a' and 'b'"):
+        Registry().register(_plugin(multikernel_regularizers=lambda: {"a": cls, "b": cls}), name="twice")
+
+
+def test_installed_plugin_with_a_misspelled_hook(tmp_path, monkeypatch):
+    (tmp_path / "mk_typo.py").write_text("from multikernel import hookimpl\n\n@hookimpl\n"
+                                         "def multikernel_solver():\n    return {}\n")
+    dist = tmp_path / "mk_typo-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: mk-typo\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[multikernel]\ntypo = mk_typo\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        with pytest.raises(PluginError, match=r"plugin 'mk-typo:typo' \(module mk_typo\): 'multikernel_solver' is "
+                                              r"not a multikernel hook \(did you mean 'multikernel_solvers'\?\)"):
+            Registry()
+    finally:
+        sys.modules.pop("mk_typo", None)
+
+
+# --------------------------------------------------------------------------------------------------
+# one source of truth for names
+# --------------------------------------------------------------------------------------------------
+def test_registration_sets_the_name():
+    cls = _simplex_subclass()
+    assert cls.name == "simplex"  # inherited, until registered
+    reg = Registry()
+    reg.register(_plugin(multikernel_regularizers=lambda: {"my_simplex": cls}), name="mine")
+    assert cls.name == "my_simplex" and reg.name_of(cls()) == "my_simplex"
+    assert reg.get("regularizer", "my_simplex") is cls
+
+
+def test_unregistered_subclass_is_not_its_parent(cancer, tmp_path):
+    from multikernel.plugins.regularizers import Simplex
+
+    Unregistered = _simplex_subclass()
+    assert multikernel.get_registry().name_of(Simplex()) == "simplex"
+    with pytest.raises(PluginError, match=r"my_pkg\.mk\.MySimplex is not a registered plugin\. It subclasses the "
+                                          r"registered regularizer 'simplex'.*a multikernel_regularizers\(\) "
+                                          r"returning \{'my_name': MySimplex\}"):
+        multikernel.get_registry().name_of(Unregistered())
+    X, y = cancer
+    est = multikernel.MKLClassifier(regularizer=Unregistered(), tol=1e-2).fit(X, y)
+    with pytest.raises(PluginError, match=r"MySimplex is not a registered plugin"):
+        est.save(tmp_path / "m.npz")
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_registered_subclass_round_trips_as_itself(cancer, tmp_path, monkeypatch):
+    from multikernel.plugins.regularizers import Simplex
+
+    class Sparse(Simplex):
+        """A subclass registered under its own name: it saves and loads as itself."""
+
+    registry = Registry()
+    monkeypatch.setattr(multikernel.registry, "_REGISTRY", registry)
+    multikernel.register_plugin(_plugin(multikernel_regularizers=lambda: {"sparse_simplex": Sparse}), name="sparse")
+    X, y = cancer
+    est = multikernel.MKLClassifier(regularizer=Sparse(), tol=1e-2).fit(X, y)
+    est.save(tmp_path / "m.npz")
+    loaded = multikernel.MKLClassifier.load(tmp_path / "m.npz")
+    assert type(loaded.regularizer) is Sparse
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
