@@ -4,8 +4,8 @@ A unit is one (data set, split, method) of the benchmark, one (noise ratio, meth
 experiment, or one parameter path.  Each unit draws its split, builds the training kernel stack once (features
 standardized with the training statistics by the kernel set) and the test x train cross kernels once (block
 by block, to bound the memory), selects parameters by cross-validation on the training part
-(:mod:`multikernel.experiments.model_selection`), refits at the selected point through the fit core and tests.  Units run in worker processes; they
-return plain JSON-ready dicts.
+(:mod:`multikernel.experiments.model_selection`), refits at the selected point through the fit core and tests.
+Units run in worker processes; they return plain JSON-ready dicts.
 """
 
 from __future__ import annotations
