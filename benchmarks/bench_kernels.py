@@ -24,9 +24,9 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.metrics.pairwise import chi2_kernel, rbf_kernel
 
-from multikernel.kernelset import KernelSet
 from multikernel.plugins.kernels import ExpChi2Kernel, RBFKernel, simplemkl_family
-from multikernel.stack import DenseStack
+from multikernel.stack.kernelset import KernelSet
+from multikernel.stack.storage import DenseStack
 
 
 def best_times(fns: list[Callable[[], object]], repeat: int) -> list[float]:

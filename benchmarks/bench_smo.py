@@ -29,8 +29,8 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.svm import SVC
 
 from multikernel import smo
-from multikernel.stack import DenseStack
-from multikernel.svm import solve_svc
+from multikernel.solve.svm import solve_svc
+from multikernel.stack.storage import DenseStack
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

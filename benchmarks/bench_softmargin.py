@@ -29,8 +29,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.svm import SVC
 
 from multikernel import MKLClassifier, create
-from multikernel.kernelset import KernelSet
-from multikernel.registry import get_registry
+from multikernel.core.registry import get_registry
+from multikernel.stack.kernelset import KernelSet
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ionosphere.csv"
 

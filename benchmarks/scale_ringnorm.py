@@ -18,8 +18,8 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from multikernel import MKLClassifier, create
-from multikernel.datasets import make_ringnorm
-from multikernel.memory import estimate_stack_memory
+from multikernel.config.datasets import make_ringnorm
+from multikernel.stack.memory import estimate_stack_memory
 
 
 def main() -> None:

@@ -7,12 +7,9 @@ package: interfaces, registry, kernel stack, estimators, configuration, CLI), ``
 """
 
 from multikernel._version import __version__
-from multikernel.config import RunConfig, config_from_dict, load_config
-from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
-from multikernel.estimator import MKLClassifier
-from multikernel.fitcore import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import (
+from multikernel.config.schema import RunConfig, config_from_dict, load_config
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import (
     Component,
     InnerProblem,
     InnerSolution,
@@ -25,8 +22,11 @@ from multikernel.interfaces import (
     SampleLoss,
     Solver,
 )
-from multikernel.registry import get_registry, register_plugin
-from multikernel.stack import DenseStack, KernelStack
+from multikernel.core.registry import get_registry, register_plugin
+from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
+from multikernel.estimators.classifier import MKLClassifier
+from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = [
     "__version__",

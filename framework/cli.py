@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _n_jobs(text: str) -> int:
-    from multikernel.config import valid_n_jobs
+    from multikernel.config.schema import valid_n_jobs
 
     try:
         value = int(text)
@@ -84,8 +84,8 @@ def _n_jobs(text: str) -> int:
 def _load(path: Path | None, experiment_ok: bool = False) -> Any:
     """The configuration in ``path`` (the embedded default run without one); relative paths in it are
     resolved against its folder.  An experiment configuration is accepted with ``experiment_ok``."""
-    from multikernel.config import config_from_dict, default_config, read_toml
-    from multikernel.experiment_config import experiment_config_from_dict, is_experiment_config
+    from multikernel.config.schema import config_from_dict, default_config, read_toml
+    from multikernel.experiments.config import experiment_config_from_dict, is_experiment_config
 
     if path is None:
         return default_config()
@@ -100,7 +100,7 @@ def _load(path: Path | None, experiment_ok: bool = False) -> Any:
 
 def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
     """Check an experiment as a run would (data, kernels, every grid point) and describe its plan."""
-    from multikernel.experiment import check_experiment, plan_experiment
+    from multikernel.experiments.runner import check_experiment, plan_experiment
 
     splits = plan_experiment(config, check_experiment(config))
     kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
@@ -109,7 +109,7 @@ def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
 
 
 def _format_report(report: dict[str, Any]) -> str:
-    from multikernel.experiment_report import format_mean
+    from multikernel.experiments.report import format_mean
 
     d = report["data"]
     lines = [f"data: {d['source']}  ({d['n_samples']} samples, {d['n_features']} features, "
@@ -134,8 +134,8 @@ def _format_report(report: dict[str, Any]) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from multikernel.config_checks import prepare_output
-    from multikernel.runner import run_config
+    from multikernel.config.checks import prepare_output
+    from multikernel.config.runner import run_config
 
     config = _load(args.config)
     # Paths on the command line are relative to the working directory; their folders are created now, so
@@ -163,8 +163,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from multikernel.experiment_config import ExperimentConfig
-    from multikernel.runner import check_config
+    from multikernel.config.runner import check_config
+    from multikernel.experiments.config import ExperimentConfig
 
     config = _load(args.config, experiment_ok=True)
     name = args.config or "the embedded default"
@@ -177,7 +177,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
-    from multikernel.registry import get_registry
+    from multikernel.core.registry import get_registry
 
     infos = get_registry().plugins()
     if args.json:
@@ -196,8 +196,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 def _cmd_show_config(args: argparse.Namespace) -> int:
     import tomli_w
 
-    from multikernel.config import RunConfig, config_to_toml
-    from multikernel.experiment_config import experiment_config_to_dict
+    from multikernel.config.schema import RunConfig, config_to_toml
+    from multikernel.experiments.config import experiment_config_to_dict
 
     config = _load(args.config, experiment_ok=True)
     print(config_to_toml(config) if isinstance(config, RunConfig) else
@@ -206,7 +206,7 @@ def _cmd_show_config(args: argparse.Namespace) -> int:
 
 
 def _cmd_experiment(args: argparse.Namespace) -> int:
-    from multikernel.experiment import load_experiment_config, run_experiment
+    from multikernel.experiments.runner import load_experiment_config, run_experiment
 
     if args.dry_run:
         print(_experiment_plan(args.config, load_experiment_config(args.config), args.out))

@@ -3,7 +3,7 @@
 A built-in builder computes its kernel in two steps: a *base* matrix that depends only on the features
 and the column subset (a Gram matrix, squared Euclidean or chi-square distances), then an element-wise
 *map* with the fitted parameters.  Builders that share a base (ten Gaussian bandwidths on the same
-columns) declare the same :meth:`FeatureKernel.base_key`, and :class:`multikernel.kernelset.KernelSet`
+columns) declare the same :meth:`FeatureKernel.base_key`, and :class:`multikernel.stack.kernelset.KernelSet`
 computes that base once for all of them.
 """
 
@@ -17,10 +17,11 @@ import numpy as np
 from sklearn.utils import check_array
 
 from multikernel._ext import _kernels
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.validation import check_positive_real
 
-__all__ = ["FeatureKernel", "validate_features", "mean_offdiag", "cached_statistic", "apply_map",
-           "resolve_gamma"]
+__all__ = ["FeatureKernel", "BandwidthKernel", "validate_features", "mean_offdiag", "cached_statistic",
+           "apply_map", "map_coefficient", "resolve_gamma"]
 
 MAPS = _kernels.MAPS
 
@@ -67,15 +68,19 @@ def resolve_gamma(who: str, gamma: float | None, gamma_scale: float, reference: 
     A zero reference (all training points equal) falls back to ``gamma = gamma_scale``.
     """
     if gamma is not None:
-        value = float(gamma)
-    else:
-        if not (np.isfinite(gamma_scale) and gamma_scale > 0):
-            raise ValueError(f"{who}: gamma_scale must be positive and finite; got {gamma_scale!r}")
-        ref = reference()
-        value = gamma_scale / ref if ref > 0 else float(gamma_scale)
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{who}: gamma must be positive and finite; got {value!r}")
-    return value
+        return check_positive_real(f"{who}: gamma", gamma)
+    gamma_scale = check_positive_real(f"{who}: gamma_scale", gamma_scale)
+    ref = reference()
+    return check_positive_real(f"{who}: gamma", gamma_scale / ref if ref > 0 else gamma_scale)
+
+
+def map_coefficient(kind: str, gamma: float) -> float:
+    """The ``a`` of :func:`apply_map` for a bandwidth ``gamma``: the maps of ``sqrt(x)`` take ``sqrt(gamma)``.
+
+    ``exp(-sqrt(gamma) D)`` and ``1 / (sqrt(gamma) D + 1)`` are maps of ``D^2`` with ``a = sqrt(gamma)``,
+    so ``gamma`` keeps the meaning it has for the maps of ``D^2`` (``exp(-gamma D^2)``, ...).
+    """
+    return float(np.sqrt(gamma)) if kind in ("exp_sqrt", "inv_sqrt") else float(gamma)
 
 
 def apply_map(base: np.ndarray, kind: str, out: np.ndarray, a: float = 1.0, b: float = 0.0,
@@ -115,9 +120,19 @@ class FeatureKernel(KernelBuilder):
     """Base of the builders computed from (a subset of) the feature columns.
 
     ``columns`` is ``None`` for all features, or a sequence of column indices.  Subclasses define
-    :meth:`_base` (features -> base matrix), :meth:`_apply` (base -> kernel with the fitted parameters),
-    :meth:`_fit_parameters` when a parameter depends on the training data, and
-    :meth:`_self_similarity` (the diagonal ``k(x, x)``, for the unit-diagonal normalization).
+    :meth:`_base` (features -> base matrix), :meth:`_apply` (base -> kernel with the fitted parameters;
+    the identity by default), :meth:`_fit_parameters` when a parameter depends on the training data,
+    and :meth:`_self_similarity` (the diagonal ``k(x, x)``, for the unit-diagonal normalization).
+
+    The fitted ``X_fit_`` (the training features of the builder's columns) is derived from the whole
+    training features, which every builder of a :class:`~multikernel.stack.kernelset.KernelSet` shares:
+    :meth:`training_features` and :meth:`set_training_features` let a saved model store those once for
+    all its builders instead of one ``X_fit_`` per builder (see :mod:`multikernel.estimators.persistence`).
+
+    Parameters
+    ----------
+    columns : sequence of int, optional
+        Feature subset (all features when ``None``).
     """
 
     columns: Sequence[int] | None
@@ -125,6 +140,11 @@ class FeatureKernel(KernelBuilder):
     nonnegative: bool = False
     #: The kernel is positive semi-definite for every input (checked by the tests).
     psd: bool = True
+    #: Fitted attributes rebuilt by :meth:`set_training_features` (a saved model does not store them).
+    derived_from_training_features: tuple[str, ...] = ("X_fit_",)
+
+    def __init__(self, columns: Sequence[int] | None = None) -> None:
+        self.columns = columns
 
     # ---------------------------------------------------------------------------------------------
     # Columns and input checks
@@ -148,20 +168,30 @@ class FeatureKernel(KernelBuilder):
                              f"found the value {A.min():g}")
         return A
 
-    def _check_fitted_width(self, A: np.ndarray) -> None:
-        if A.shape[1] != self.X_fit_.shape[1]:
-            raise ValueError(f"{self.name}: expected {self.n_features_in_} features, got a different "
-                             f"number (the builder uses {self.X_fit_.shape[1]} columns of them)")
-
     # ---------------------------------------------------------------------------------------------
     # KernelBuilder API
     # ---------------------------------------------------------------------------------------------
     def fit(self, X: np.ndarray, y: np.ndarray | None = None) -> FeatureKernel:
         X = validate_features(X, self.name)
         self.n_features_in_ = X.shape[1]
-        self.X_fit_ = self._select(X)
+        self.set_training_features(X)
         self._fit_parameters(self.X_fit_, X)
         return self
+
+    def training_features(self) -> np.ndarray:
+        """All the (validated) training features, every column, as given to :meth:`fit`."""
+        return self._training_features
+
+    def set_training_features(self, X: np.ndarray) -> None:
+        """Keep ``X`` (validated training features, all columns) and derive ``X_fit_`` from it.
+
+        :meth:`fit` calls this; so does loading a saved model, which stores the training features once.
+        """
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"{self.name}: training features of shape {X.shape} for a builder fitted on "
+                             f"{self.n_features_in_} features")
+        self._training_features = X
+        self.X_fit_ = self._select(X)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         A = self.select_rows(X)
@@ -207,7 +237,7 @@ class FeatureKernel(KernelBuilder):
         raise NotImplementedError
 
     def _apply(self, base: np.ndarray, out: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        return apply_map(base, "scale", out)
 
     def _self_similarity(self, A: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -216,3 +246,47 @@ class FeatureKernel(KernelBuilder):
         """The kernel between selected features ``A`` and ``B`` as float64 (``symmetric``: B is A)."""
         base = self._base(A, B, symmetric)
         return self._apply(base, base)
+
+
+class BandwidthKernel(FeatureKernel):
+    """A map ``f(gamma * d)`` of a distance-like base ``d`` with ``k(x, x) = f(0) = 1``.
+
+    ``gamma`` is given, or ``gamma_scale / A`` with ``A`` the mean base over distinct training pairs
+    (computed once per training array and column subset, whatever the number of builders needing it).
+    Subclasses set :attr:`_map` (an :func:`apply_map` kind) and define :meth:`_base` and
+    :meth:`_mean_base`; :meth:`_given_gamma` may turn other parameters (``sigma``) into ``gamma``.
+
+    Parameters
+    ----------
+    gamma : float, optional
+        Given bandwidth.
+    gamma_scale : float
+        Multiplier of ``1 / A`` when ``gamma`` is not given.
+    columns : sequence of int, optional
+        Feature subset.
+    """
+
+    _map: str = "exp"
+
+    def __init__(self, gamma: float | None = None, gamma_scale: float = 1.0,
+                 columns: Sequence[int] | None = None) -> None:
+        self.gamma = gamma
+        self.gamma_scale = gamma_scale
+        self.columns = columns
+
+    def _given_gamma(self) -> float | None:
+        return self.gamma
+
+    def _mean_base(self, A: np.ndarray) -> float:
+        """Mean of the base over the distinct pairs of the selected training features ``A``."""
+        raise NotImplementedError
+
+    def _fit_parameters(self, A: np.ndarray, X: np.ndarray) -> None:
+        self.gamma_ = resolve_gamma(self.name, self._given_gamma(), self.gamma_scale,
+                                    lambda: cached_statistic(X, self.base_key(), lambda: self._mean_base(A)))
+
+    def _apply(self, base: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return apply_map(base, self._map, out, map_coefficient(self._map, self.gamma_))
+
+    def _self_similarity(self, A: np.ndarray) -> np.ndarray:
+        return np.ones(A.shape[0])

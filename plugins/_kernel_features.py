@@ -7,8 +7,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from multikernel._ext import _kernels
+from multikernel.core.validation import check_nonnegative_real, check_positive_integer, check_positive_real
 
-from ._kernel_base import FeatureKernel, apply_map, cached_statistic, mean_offdiag, resolve_gamma
+from ._kernel_base import BandwidthKernel, FeatureKernel, apply_map, mean_offdiag
 
 __all__ = [
     "LinearKernel", "PolynomialKernel", "CosineKernel", "RBFKernel", "LaplacianKernel",
@@ -76,15 +77,22 @@ def mean_squared_distance(A: np.ndarray) -> float:
     return 2.0 * n / (n - 1) * total_var
 
 
-def _mean_chi2(A: np.ndarray) -> float:
-    n = A.shape[0]
-    return 0.0 if n < 2 else _kernels.chi2_sum_offdiag(A) / (n * (n - 1) / 2)
-
-
 # -------------------------------------------------------------------------------------------------
 # Dot-product kernels
 # -------------------------------------------------------------------------------------------------
-class LinearKernel(FeatureKernel):
+class _DotProductKernel(FeatureKernel):
+    """A map of the Gram matrix ``<x, x'>``."""
+
+    _base_kind = "dot"
+
+    def _base(self, A, B, symmetric):
+        return gram(A, B, symmetric)
+
+    def _self_similarity(self, A):
+        return np.einsum("ij,ij->i", A, A)
+
+
+class LinearKernel(_DotProductKernel):
     """``k(x, x') = <x, x'>``.
 
     Parameters
@@ -94,22 +102,9 @@ class LinearKernel(FeatureKernel):
     """
 
     name = "linear"
-    _base_kind = "dot"
-
-    def __init__(self, columns: Sequence[int] | None = None) -> None:
-        self.columns = columns
-
-    def _base(self, A, B, symmetric):
-        return gram(A, B, symmetric)
-
-    def _apply(self, base, out):
-        return apply_map(base, "scale", out)
-
-    def _self_similarity(self, A):
-        return np.einsum("ij,ij->i", A, A)
 
 
-class PolynomialKernel(FeatureKernel):
+class PolynomialKernel(_DotProductKernel):
     """``k(x, x') = (gamma <x, x'> + coef0) ** degree`` (SimpleMKL's ``(<x, x'> + 1)^d`` by default).
 
     Parameters
@@ -125,7 +120,6 @@ class PolynomialKernel(FeatureKernel):
     """
 
     name = "poly"
-    _base_kind = "dot"
 
     def __init__(self, degree: int = 2, gamma: float = 1.0, coef0: float = 1.0,
                  columns: Sequence[int] | None = None) -> None:
@@ -135,19 +129,15 @@ class PolynomialKernel(FeatureKernel):
         self.columns = columns
 
     def _fit_parameters(self, A, X):
-        if int(self.degree) != self.degree or self.degree < 1:
-            raise ValueError(f"poly: degree must be a positive integer; got {self.degree!r}")
-        if not (self.gamma > 0 and self.coef0 >= 0):
-            raise ValueError(f"poly: need gamma > 0 and coef0 >= 0; got {self.gamma!r}, {self.coef0!r}")
-
-    def _base(self, A, B, symmetric):
-        return gram(A, B, symmetric)
+        check_positive_integer("poly: degree", self.degree)
+        check_positive_real("poly: gamma", self.gamma)
+        check_nonnegative_real("poly: coef0", self.coef0)
 
     def _apply(self, base, out):
         return apply_map(base, "pow", out, float(self.gamma), float(self.coef0), float(self.degree))
 
     def _self_similarity(self, A):
-        return (self.gamma * np.einsum("ij,ij->i", A, A) + self.coef0) ** int(self.degree)
+        return (self.gamma * super()._self_similarity(A) + self.coef0) ** int(self.degree)
 
 
 def _unit_rows(A: np.ndarray) -> np.ndarray:
@@ -175,29 +165,24 @@ class CosineKernel(FeatureKernel):
     name = "cosine"
     _base_kind = "cosine"
 
-    def __init__(self, columns: Sequence[int] | None = None) -> None:
-        self.columns = columns
-
     def _base(self, A, B, symmetric):
         Au = _unit_rows(A)
         return gram(Au, Au if symmetric else _unit_rows(B), symmetric)
-
-    def _apply(self, base, out):
-        return apply_map(base, "scale", out)
 
     def _self_similarity(self, A):
         return (np.abs(A) > 0).any(axis=1).astype(np.float64)  # 1 for any non-zero row, however small
 
 
 # -------------------------------------------------------------------------------------------------
-# Kernels of the Euclidean distance
+# Maps of the squared Euclidean distance
 # -------------------------------------------------------------------------------------------------
-class _DistanceMapKernel(FeatureKernel):
-    """A map of the squared Euclidean distance with ``gamma`` given, from ``sigma``, or relative to the
-    mean squared training distance ``A``: ``gamma = gamma_scale / A`` (Xu's ``gamma_0 = 1 / A``)."""
+class _DistanceMapKernel(BandwidthKernel):
+    """A map of the squared Euclidean distance with ``gamma`` given, from ``sigma`` (``gamma = 1 /
+    (_sigma_factor sigma^2)``), or relative to the mean squared training distance ``A``: ``gamma =
+    gamma_scale / A`` (Xu's ``gamma_0 = 1 / A``)."""
 
     _base_kind = "sqeuclidean"
-    _map = ""
+    _sigma_factor = 1.0
 
     def __init__(self, gamma: float | None = None, sigma: float | None = None, gamma_scale: float = 1.0,
                  columns: Sequence[int] | None = None) -> None:
@@ -206,20 +191,15 @@ class _DistanceMapKernel(FeatureKernel):
         self.gamma_scale = gamma_scale
         self.columns = columns
 
-    def _gamma_from_sigma(self, sigma: float) -> float:
-        raise NotImplementedError
-
-    def _fit_parameters(self, A, X):
-        if self.gamma is not None and self.sigma is not None:
+    def _given_gamma(self):
+        if self.sigma is None:
+            return self.gamma
+        if self.gamma is not None:
             raise ValueError(f"{self.name}: give gamma or sigma, not both")
-        gamma = self.gamma
-        if self.sigma is not None:
-            if not self.sigma > 0:
-                raise ValueError(f"{self.name}: sigma must be positive; got {self.sigma!r}")
-            gamma = self._gamma_from_sigma(float(self.sigma))
-        key = ("sqeuclidean", self.base_key()[1])
-        self.gamma_ = resolve_gamma(self.name, gamma, self.gamma_scale,
-                                    lambda: cached_statistic(X, key, lambda: mean_squared_distance(A)))
+        return 1.0 / (self._sigma_factor * check_positive_real(f"{self.name}: sigma", self.sigma) ** 2)
+
+    def _mean_base(self, A):
+        return mean_squared_distance(A)
 
     def _base(self, A, B, symmetric):
         return squared_distances(A, B, symmetric)
@@ -230,9 +210,6 @@ class _DistanceMapKernel(FeatureKernel):
             D = squared_distances(A, B, symmetric, scale=-self.gamma_)
             return np.exp(D, out=D)
         return super()._kernel(A, B, symmetric)
-
-    def _self_similarity(self, A):
-        return np.ones(A.shape[0])
 
 
 class RBFKernel(_DistanceMapKernel):
@@ -253,12 +230,7 @@ class RBFKernel(_DistanceMapKernel):
 
     name = "rbf"
     _map = "exp"
-
-    def _gamma_from_sigma(self, sigma):
-        return 1.0 / (2.0 * sigma**2)
-
-    def _apply(self, base, out):
-        return apply_map(base, "exp", out, self.gamma_)
+    _sigma_factor = 2.0
 
 
 class LaplacianKernel(_DistanceMapKernel):
@@ -268,12 +240,7 @@ class LaplacianKernel(_DistanceMapKernel):
     """
 
     name = "laplacian"
-
-    def _gamma_from_sigma(self, sigma):
-        return 1.0 / sigma**2
-
-    def _apply(self, base, out):
-        return apply_map(base, "exp_sqrt", out, np.sqrt(self.gamma_))
+    _map = "exp_sqrt"
 
 
 class InverseSquareDistanceKernel(_DistanceMapKernel):
@@ -283,12 +250,7 @@ class InverseSquareDistanceKernel(_DistanceMapKernel):
     """
 
     name = "inverse_square_distance"
-
-    def _gamma_from_sigma(self, sigma):
-        return 1.0 / sigma**2
-
-    def _apply(self, base, out):
-        return apply_map(base, "inv", out, self.gamma_)
+    _map = "inv"
 
 
 class InverseDistanceKernel(_DistanceMapKernel):
@@ -299,18 +261,13 @@ class InverseDistanceKernel(_DistanceMapKernel):
     """
 
     name = "inverse_distance"
-
-    def _gamma_from_sigma(self, sigma):
-        return 1.0 / sigma**2
-
-    def _apply(self, base, out):
-        return apply_map(base, "inv_sqrt", out, np.sqrt(self.gamma_))
+    _map = "inv_sqrt"
 
 
 # -------------------------------------------------------------------------------------------------
 # Histogram kernels (non-negative features)
 # -------------------------------------------------------------------------------------------------
-class ExpChi2Kernel(FeatureKernel):
+class ExpChi2Kernel(BandwidthKernel):
     """Exponential chi-square kernel ``exp(-gamma D_chi2(x, x'))``, ``D_chi2 = sum_k (x_k - x'_k)^2 /
     (x_k + x'_k)``, for non-negative features (histograms).
 
@@ -329,22 +286,12 @@ class ExpChi2Kernel(FeatureKernel):
     _base_kind = "chi2"
     nonnegative = True
 
-    def __init__(self, gamma: float | None = None, gamma_scale: float = 1.0,
-                 columns: Sequence[int] | None = None) -> None:
-        self.gamma = gamma
-        self.gamma_scale = gamma_scale
-        self.columns = columns
-
-    def _fit_parameters(self, A, X):
-        key = ("chi2", self.base_key()[1])
-        self.gamma_ = resolve_gamma(self.name, self.gamma, self.gamma_scale,
-                                    lambda: cached_statistic(X, key, lambda: _mean_chi2(A)))
+    def _mean_base(self, A):
+        n = A.shape[0]
+        return 0.0 if n < 2 else _kernels.chi2_sum_offdiag(A) / (n * (n - 1) / 2)
 
     def _base(self, A, B, symmetric):
         return chi2_distances(A, B, symmetric)
-
-    def _apply(self, base, out):
-        return apply_map(base, "exp", out, self.gamma_)
 
     def _kernel(self, A, B, symmetric=False):
         if symmetric:
@@ -353,9 +300,6 @@ class ExpChi2Kernel(FeatureKernel):
             _kernels.chi2_exp_symmetric(A, self.gamma_, out)
             return out
         return super()._kernel(A, B, symmetric)
-
-    def _self_similarity(self, A):
-        return np.ones(A.shape[0])
 
 
 class IntersectionKernel(FeatureKernel):
@@ -371,22 +315,16 @@ class IntersectionKernel(FeatureKernel):
     _base_kind = "intersection"
     nonnegative = True
 
-    def __init__(self, columns: Sequence[int] | None = None) -> None:
-        self.columns = columns
-
     def _base(self, A, B, symmetric):
         out = np.empty((A.shape[0], B.shape[0]), dtype=np.float64)
         _kernels.intersection(A, A if symmetric else B, symmetric, out)
         return out
 
-    def _apply(self, base, out):
-        return apply_map(base, "scale", out)
-
     def _self_similarity(self, A):
         return A.sum(axis=1)
 
 
-class ModifiedChi2Kernel(FeatureKernel):
+class ModifiedChi2Kernel(BandwidthKernel):
     """Bucak's "modified chi-square" kernel ``exp(-gamma d(x, x'))``, ``d = ||x - x'||^2 / ||x + x'||^2``
     (Bucak thesis Ch. 5, as printed), for non-negative features.
 
@@ -410,23 +348,8 @@ class ModifiedChi2Kernel(FeatureKernel):
     nonnegative = True
     psd = False
 
-    def __init__(self, gamma: float | None = None, gamma_scale: float = 1.0,
-                 columns: Sequence[int] | None = None) -> None:
-        self.gamma = gamma
-        self.gamma_scale = gamma_scale
-        self.columns = columns
-
-    def _fit_parameters(self, A, X):
-        key = ("chi2_modified", self.base_key()[1])
-        self.gamma_ = resolve_gamma(
-            self.name, self.gamma, self.gamma_scale,
-            lambda: cached_statistic(X, key, lambda: mean_offdiag(modified_chi2_distances(A, A, True))))
+    def _mean_base(self, A):
+        return mean_offdiag(modified_chi2_distances(A, A, True))
 
     def _base(self, A, B, symmetric):
         return modified_chi2_distances(A, B, symmetric)
-
-    def _apply(self, base, out):
-        return apply_map(base, "exp", out, self.gamma_)
-
-    def _self_similarity(self, A):
-        return np.ones(A.shape[0])

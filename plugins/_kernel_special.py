@@ -7,13 +7,13 @@ from collections.abc import Sequence
 import numpy as np
 from sklearn.base import clone
 
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder
 
-from ._kernel_base import apply_map, mean_offdiag, resolve_gamma, validate_features
+from ._kernel_base import apply_map, map_coefficient, mean_offdiag, resolve_gamma, validate_features
 
 __all__ = ["DistanceKernel", "PrecomputedKernel", "ProductKernel", "DISTANCE_KINDS"]
 
-# kind -> (map, the distance's power inside the map, the power whose training mean is the reference A)
+# kind -> (map, the power of D that the map takes, whose mean over training pairs is the reference A)
 DISTANCE_KINDS: dict[str, tuple[str, int]] = {
     "gaussian": ("exp", 2),                 # exp(-gamma D^2)
     "laplacian": ("exp_sqrt", 2),           # exp(-sqrt(gamma) D)
@@ -45,12 +45,25 @@ def _sample_indices(X: np.ndarray, index_column: int, n_all: int, who: str) -> n
 
 
 class _IndexedKernel(KernelBuilder):
-    """A kernel looked up in a matrix over all samples; the features carry each sample's index."""
+    """A kernel looked up in a matrix over all samples; the features carry each sample's index.
+
+    Subclasses name the parameter holding the matrix (:attr:`_matrix_param`) and check it in
+    :meth:`_check_matrix`; the checked float64 copy is kept until that parameter is replaced.
+    """
 
     index_column: int
+    _matrix_param: str = ""
+
+    def _check_matrix(self, M: np.ndarray) -> np.ndarray:
+        return _square_matrix(M, self.name)
 
     def _matrix(self) -> np.ndarray:
-        raise NotImplementedError
+        given = getattr(self, self._matrix_param)
+        if given is None:
+            raise ValueError(f"{self.name}: the {self._matrix_param!r} matrix is required")
+        if getattr(self, "_checked", None) is not given:
+            self._M, self._checked = self._check_matrix(given), given
+        return self._M
 
     def _values(self, block: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -120,17 +133,18 @@ class DistanceKernel(_IndexedKernel):
         self.gamma_scale = gamma_scale
         self.index_column = index_column
 
+    _matrix_param = "distances"
+
+    def _check_matrix(self, M):
+        D = super()._check_matrix(M)
+        if D.min() < 0:
+            raise ValueError(f"distance: distances must be non-negative; found {D.min():g}")
+        return D
+
     def _matrix(self):
-        if self.distances is None:
-            raise ValueError("distance: the 'distances' matrix is required")
         if self.kind not in DISTANCE_KINDS:
             raise ValueError(f"distance: kind must be one of {sorted(DISTANCE_KINDS)}; got {self.kind!r}")
-        if getattr(self, "_checked", None) is not self.distances:
-            D = _square_matrix(self.distances, self.name)
-            if D.min() < 0:
-                raise ValueError(f"distance: distances must be non-negative; found {D.min():g}")
-            self._D, self._checked = D, self.distances
-        return self._D
+        return super()._matrix()
 
     def _fit_parameters(self, train_block):
         power = DISTANCE_KINDS[self.kind][1]
@@ -138,11 +152,10 @@ class DistanceKernel(_IndexedKernel):
                                     lambda: mean_offdiag(train_block**power))
 
     def _values(self, block):
-        kind = DISTANCE_KINDS[self.kind][0]
-        a = np.sqrt(self.gamma_) if kind in ("exp_sqrt", "inv_sqrt") else self.gamma_
+        kind, power = DISTANCE_KINDS[self.kind]
         # The sqrt maps take D^2; the exponential kind maps D itself.
-        base = block**2 if DISTANCE_KINDS[self.kind][1] == 2 else block.copy()
-        return apply_map(base, kind, base, a)
+        base = block**2 if power == 2 else block.copy()
+        return apply_map(base, kind, base, map_coefficient(kind, self.gamma_))
 
     def describe(self):
         return f"distance(kind={self.kind!r}, gamma={getattr(self, 'gamma_', self.gamma)!r})"
@@ -153,7 +166,7 @@ class PrecomputedKernel(_IndexedKernel):
 
     With ``matrix`` (a kernel over all samples, train and test), the features carry each sample's
     index into it in column ``index_column``, as for :class:`DistanceKernel`: this works beside other
-    builders in a :class:`~multikernel.kernelset.KernelSet`.  Without ``matrix`` the input *is* the
+    builders in a :class:`~multikernel.stack.kernelset.KernelSet`.  Without ``matrix`` the input *is* the
     kernel, as in scikit-learn's ``kernel="precomputed"``: ``fit`` takes the train x train kernel and
     ``transform`` a test x train kernel.
 
@@ -171,10 +184,7 @@ class PrecomputedKernel(_IndexedKernel):
         self.matrix = matrix
         self.index_column = index_column
 
-    def _matrix(self):
-        if getattr(self, "_checked", None) is not self.matrix:
-            self._K, self._checked = _square_matrix(self.matrix, self.name), self.matrix
-        return self._K
+    _matrix_param = "matrix"
 
     def _values(self, block):
         return np.array(block, dtype=np.float64)

@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import KernelBuilder
 
-from ._kernel_base import FeatureKernel
+from ._kernel_base import BandwidthKernel, FeatureKernel
 from ._kernel_features import (
     CosineKernel,
     ExpChi2Kernel,
@@ -29,7 +29,8 @@ from ._kernel_features import (
 from ._kernel_special import DistanceKernel, PrecomputedKernel, ProductKernel
 
 __all__ = [
-    "FeatureKernel", "LinearKernel", "PolynomialKernel", "CosineKernel", "RBFKernel", "LaplacianKernel",
+    "FeatureKernel", "BandwidthKernel", "LinearKernel", "PolynomialKernel", "CosineKernel", "RBFKernel",
+    "LaplacianKernel",
     "InverseSquareDistanceKernel", "InverseDistanceKernel", "ExpChi2Kernel", "IntersectionKernel",
     "ModifiedChi2Kernel", "DistanceKernel", "PrecomputedKernel", "ProductKernel", "BUILDERS", "FAMILIES",
     "simplemkl_family", "rbf_poly_family", "event6_family", "chi2_family",

@@ -3,7 +3,7 @@
 Every loss writes its inner problem as ``max_alpha L(alpha) - 1/2 coef' K coef`` over its own domain,
 with ``coef = alpha * y``.  ``solve`` returns an :class:`InnerSolution` whose ``primal_objective`` is
 the primal objective at the returned classifier (an upper bound of the inner optimum) and whose
-``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound); see :mod:`multikernel.svm` for
+``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound); see :mod:`multikernel.solve.svm` for
 how each is computed.
 """
 
@@ -11,15 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import InnerSolution, SampleLoss
-from multikernel.svm import solve_nu, solve_square_hinge, solve_svc, solve_svc_nobias
-
-
-def _check_C(C: float) -> float:
-    if not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a positive finite number; got {C!r}")
-    return float(C)
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import InnerSolution, SampleLoss
+from multikernel.core.validation import check_positive_real
+from multikernel.solve.svm import solve_nu, solve_square_hinge, solve_svc, solve_svc_nobias
 
 
 class CSVCLoss(SampleLoss):
@@ -40,7 +35,7 @@ class CSVCLoss(SampleLoss):
 
     def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
               tol: float = 1e-3) -> InnerSolution:
-        return solve_svc(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
+        return solve_svc(K, y, C=check_positive_real("C", self.C), alpha0=alpha0, tol=tol)
 
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         return float(np.sum(alpha))
@@ -65,7 +60,7 @@ class CSVCNoBiasLoss(SampleLoss):
 
     def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
               tol: float = 1e-3) -> InnerSolution:
-        return solve_svc_nobias(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
+        return solve_svc_nobias(K, y, C=check_positive_real("C", self.C), alpha0=alpha0, tol=tol)
 
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         return float(np.sum(alpha))
@@ -91,7 +86,7 @@ class NuLoss(SampleLoss):
 
     def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
               tol: float = 1e-3) -> InnerSolution:
-        return solve_nu(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
+        return solve_nu(K, y, C=check_positive_real("C", self.C), alpha0=alpha0, tol=tol)
 
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         return 0.0
@@ -118,7 +113,7 @@ class SquareHingeLoss(SampleLoss):
 
     def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
               tol: float = 1e-3) -> InnerSolution:
-        return solve_square_hinge(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
+        return solve_square_hinge(K, y, C=check_positive_real("C", self.C), alpha0=alpha0, tol=tol)
 
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         return float(np.sum(alpha) - alpha @ alpha / (2.0 * float(self.C)))

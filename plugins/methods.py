@@ -6,8 +6,8 @@ do); the ``nu`` inner form can be chosen with ``loss="nu"`` where the SMO solver
 
 from __future__ import annotations
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import Method
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import Method
 
 _XU2013 = "Xu, Tsang and Xu, Soft Margin Multiple Kernel Learning, IEEE TNNLS 24(5):749-761, 2013."
 

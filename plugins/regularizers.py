@@ -21,9 +21,9 @@ import math
 
 import numpy as np
 
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import Regularizer
-from multikernel.projections import (
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import Regularizer
+from multikernel.solve.projections import (
     box_simplex_inverse,
     increasing_root,
     newton_bracketed,
@@ -138,7 +138,7 @@ class BoxSimplex(Regularizer):
     Notes
     -----
     The weight step (3.21) ``argmin sum_m a_m / mu_m`` over the box-simplex has the O(M log M) closed form
-    of Lemmas 3.1/3.2 (Xu, Tsang and Xu 2013), see :func:`multikernel.projections.box_simplex_inverse`.
+    of Lemmas 3.1/3.2 (Xu, Tsang and Xu 2013), see :func:`multikernel.solve.projections.box_simplex_inverse`.
     ``dual_bound(g)`` is the greedy LP optimum: weight ``theta`` on the largest ``g`` until the mass is
     spent.
     """

@@ -4,7 +4,7 @@ the level method.
 All of them minimise ``F(mu) = Omega(mu) + J(mu)`` over the regularizer's domain, with
 ``J(mu) = max_alpha L(alpha) - 1/2 sum_m mu_m q_m(alpha)``.  By Danskin's theorem the gradient is
 ``dF/dmu_m = -q_m(alpha*)/2 + dOmega/dmu_m`` at the inner optimum ``alpha*``.  Every solver records its
-iterates in :class:`multikernel.outer.OuterLoop`, which owns the bounds, the certified duality gap and the
+iterates in :class:`multikernel.solve.outer.OuterLoop`, which owns the bounds, the certified duality gap and the
 stopping rule, and every inner solve starts from the previous ``alpha``.
 """
 
@@ -17,11 +17,11 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
-from multikernel.capabilities import Capability
-from multikernel.combination import CombinedKernel
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
-from multikernel.outer import OuterLoop
+from multikernel.core.capabilities import Capability
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.solve.outer import OuterLoop
+from multikernel.stack.combination import CombinedKernel
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
@@ -377,7 +377,7 @@ class LevelMethod(Solver):
     Certified lower bound: the LP's multipliers ``lam`` (on the simplex of the cuts) give the convex
     combination ``alpha_bar = sum_i lam_i alpha_i``, which is feasible for the inner problem.  Because
     ``L`` is concave and each ``q_m`` convex, ``L(alpha_bar) - max_{nu in D} nu'q(alpha_bar)/2`` is at least
-    the model minimum, and it is offered to the :class:`~multikernel.outer.OuterLoop` like any other
+    the model minimum, and it is offered to the :class:`~multikernel.solve.outer.OuterLoop` like any other
     ``alpha``, so the stopping rule relies on the loop's own certified bounds and never on the LP's
     arithmetic.  ``alpha_bar`` also gives a cut (the aggregate cut), which dominates the combination of
     the cuts it summarises; it is added to the model, so cuts that have stopped being active can be dropped

@@ -16,9 +16,9 @@ import math
 import cvxpy as cp
 import numpy as np
 
-from multikernel.interfaces import MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.core.interfaces import MKLProblem, MKLResult, Regularizer, Solver
 from multikernel.plugins.losses import CSVCLoss
-from multikernel.stack import DenseStack
+from multikernel.stack.storage import DenseStack
 
 
 def random_problem(seed: int, n: int = 20, M: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,9 @@ import pytest
 from _mkl_testing import random_problem, solve_mkl
 
 import multikernel
-from multikernel.capabilities import (
+from multikernel.cli import main
+from multikernel.config.schema import config_from_dict
+from multikernel.core.capabilities import (
     Capability,
     IncompatiblePartsError,
     check_compatible,
@@ -20,12 +22,11 @@ from multikernel.capabilities import (
     offered_by,
     required_by,
 )
-from multikernel.cli import main
-from multikernel.config import config_from_dict
+from multikernel.core.interfaces import Regularizer, Solver
+from multikernel.core.registry import Registry
 from multikernel.errors import ConfigError, PluginError
-from multikernel.experiment import check_experiment
-from multikernel.experiment_config import experiment_config_from_dict
-from multikernel.interfaces import Regularizer, Solver
+from multikernel.experiments.config import experiment_config_from_dict
+from multikernel.experiments.runner import check_experiment
 from multikernel.plugins.losses import CSVCLoss
 from multikernel.plugins.regularizers import (
     BoxSimplex,
@@ -38,7 +39,6 @@ from multikernel.plugins.regularizers import (
     Uniform,
 )
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
-from multikernel.registry import Registry
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -181,7 +181,7 @@ def test_estimator_refuses_an_impossible_pair(cancer):
 
 def test_parts_of_the_wrong_kind_are_refused(cancer):
     X, y = cancer
-    with pytest.raises(IncompatiblePartsError, match="the regularizer must be a multikernel.interfaces.Regularizer"):
+    with pytest.raises(IncompatiblePartsError, match="the regularizer must be a multikernel.Regularizer"):
         multikernel.MKLClassifier(regularizer=CSVCLoss()).fit(X, y)
 
 
@@ -251,7 +251,7 @@ def _guide_namespace(upto: int = 1) -> dict:
 @pytest.fixture()
 def private_registry(monkeypatch):
     registry = Registry()
-    monkeypatch.setattr(multikernel.registry, "_REGISTRY", registry)
+    monkeypatch.setattr(multikernel.core.registry, "_REGISTRY", registry)
     return registry
 
 

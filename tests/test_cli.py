@@ -102,9 +102,9 @@ GRID = "[evaluation]\ncv_folds = 3\n"
      "its parameters: sigmas, degrees, single_features"),
     # kernel parameters the builders refuse when they are fitted
     ("[kernels]\nfamily = 'simplemkl'\nfamily_params = { sigmas = [1.0, -2.0], single_features = false }\n",
-     "kernels.family_params: kernel rbf(sigma=-2): sigma must be positive"),
+     "kernels.family_params: kernel rbf(sigma=-2): sigma must be a positive"),
     ("[[kernels.builders]]\nname = 'rbf'\nparams = { gamma = -1.0 }\n",
-     "kernels.builders[0].params: kernel rbf(gamma=-1): gamma must be positive"),
+     "kernels.builders[0].params: kernel rbf(gamma=-1): gamma must be a positive"),
     ("[[kernels.builders]]\nname = 'linear'\n[[kernels.builders]]\nname = 'poly'\nparams = { degree = 2.5 }\n",
      "kernels.builders[1].params: kernel poly(degree=2.5): degree must be a positive integer"),
     ("[[kernels.builders]]\nname = 'rbf'\nparams = { gama = 1.0 }\n",
@@ -179,7 +179,7 @@ def test_relative_paths_follow_the_config_file_and_outputs_are_created(tmp_path,
 
 
 def test_an_output_that_is_a_folder_is_refused_before_fitting(tmp_path, capsys, monkeypatch):
-    import multikernel.runner as runner
+    import multikernel.config.runner as runner
 
     monkeypatch.setattr(runner, "run_config", lambda *a, **k: pytest.fail("fitted before checking --json"))
     assert main(["run", "--json", str(tmp_path)]) == 2
@@ -199,8 +199,8 @@ def test_documented_configs_validate_from_any_directory(doc, tmp_path, monkeypat
     (stand-ins here) being looked for relative to the config file's folder."""
     import tomllib
 
-    from multikernel.datasets import BUILTIN_LOADERS, GENERATORS
-    from multikernel.experiment_config import is_experiment_config
+    from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS
+    from multikernel.experiments.config import is_experiment_config
 
     folder = tmp_path / "docs" / "examples"
     folder.mkdir(parents=True)
@@ -253,7 +253,7 @@ def test_report_cosmetics_and_progress_lines(tmp_path, capsys):
 def test_progress_is_a_bar_on_a_terminal():
     import io
 
-    from multikernel.progress import Progress
+    from multikernel.config.progress import Progress
 
     class Terminal(io.StringIO):
         def isatty(self):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from multikernel.config import (
+from multikernel.config.schema import (
     RunConfig,
     config_from_dict,
     config_to_toml,

@@ -8,24 +8,24 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
 
-import multikernel.experiment as experiment
-import multikernel.experiment_units as units
-import multikernel.stackcv as stackcv
+import multikernel.experiments.model_selection as stackcv
+import multikernel.experiments.runner as experiment
+import multikernel.experiments.units as units
 from multikernel import MKLClassifier
 from multikernel.cli import main
-from multikernel.config import SolverConfig
-from multikernel.datasets import make_ringnorm
+from multikernel.config.datasets import make_ringnorm
+from multikernel.config.schema import SolverConfig
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import Method
+from multikernel.core.registry import get_registry
 from multikernel.errors import ConfigError
-from multikernel.experiment import check_experiment, experiment_config_from_dict, run_experiment
-from multikernel.experiment_config import MethodSpec, evaluate_value
-from multikernel.experiment_report import competition_ranks, count_selected, summarize_benchmark, truncate
-from multikernel.hookspecs import hookimpl
-from multikernel.interfaces import Method
-from multikernel.kernelset import KernelSet
+from multikernel.experiments.config import MethodSpec, evaluate_value
+from multikernel.experiments.model_selection import cross_validate, resolve_grid, select_best
+from multikernel.experiments.report import competition_ranks, count_selected, summarize_benchmark, truncate
+from multikernel.experiments.runner import check_experiment, experiment_config_from_dict, run_experiment
 from multikernel.plugins.kernels import PolynomialKernel, RBFKernel
 from multikernel.plugins.regularizers import Simplex
-from multikernel.registry import get_registry
-from multikernel.stackcv import cross_validate, resolve_grid, select_best
+from multikernel.stack.kernelset import KernelSet
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "experiments"
 
@@ -320,8 +320,8 @@ def test_make_ringnorm():
 
 
 def test_figure_experiments_as_functions():
-    from multikernel.experiment_kinds import noisy_kernel_curve, parameter_path
-    from multikernel.experiment_units import append_noise
+    from multikernel.experiments.kinds import noisy_kernel_curve, parameter_path
+    from multikernel.experiments.units import append_noise
 
     X, y = make_ringnorm(48, 2, random_state=3)
     kernels = {"family": "simplemkl", "family_params": {"sigmas": [1.0, 4.0], "degrees": [1]}}
@@ -336,9 +336,9 @@ def test_figure_experiments_as_functions():
 
 
 def test_warm_starts_walk_the_grid_as_a_snake_and_stay_feasible():
-    from multikernel.fitcore import SolveSettings, encode_targets
-    from multikernel.stack import DenseStack
-    from multikernel.stackcv import fit_point, warm_chains
+    from multikernel.experiments.model_selection import fit_point, warm_chains
+    from multikernel.solve.fit import SolveSettings, encode_targets
+    from multikernel.stack.storage import DenseStack
 
     points = resolve_grid({"C": [10.0, 0.1, 1.0], "regularizer__theta": [0.5, 1.0]}, 3)
     (order,) = warm_chains(points)
@@ -383,7 +383,7 @@ def test_figures_are_skipped_with_a_message_without_matplotlib(tmp_path, monkeyp
     ({"kernels": {"family": "simplemkl", "family_params": {"sigma": [1.0]}}},
      "kernels.family_params.sigma: 'sigma' is not a parameter of kernel family 'simplemkl'"),
     ({"kernels": {"family": "simplemkl", "family_params": {"sigmas": [1.0, -1.0], "single_features": False}}},
-     "kernels.family_params: kernel rbf(sigma=-1): sigma must be positive"),
+     "kernels.family_params: kernel rbf(sigma=-1): sigma must be a positive"),
     ({"paths": [{"dataset": "ring", "method": "L1", "param": "C", "values": [1, "-1/M"]}]},
      "paths[0].values[1]: C must be a positive finite number"),
 ])

@@ -17,9 +17,9 @@ from sklearn.datasets import load_iris
 from sklearn.model_selection import GridSearchCV, KFold, cross_val_score
 
 from multikernel import MKLClassifier, create
-from multikernel.fitcore import SolveSettings, build_parts, encode_targets, fit_mkl
 from multikernel.plugins.losses import CSVCLoss
-from multikernel.stack import DenseStack
+from multikernel.solve.fit import SolveSettings, build_parts, encode_targets, fit_mkl
+from multikernel.stack.storage import DenseStack
 
 
 def _kernels(X: np.ndarray, gammas=(0.1, 1.0)) -> np.ndarray:

@@ -104,8 +104,8 @@ def test_find_cycle_finds_one():
 def test_graph_reads_the_imports():
     graph = import_graph()
     assert len(graph) >= 30 and "multikernel.plugins.solvers" in graph
-    assert {"multikernel.capabilities", "multikernel.interfaces"} <= graph["multikernel.plugins.solvers"]
-    assert "multikernel.registry" in graph["multikernel.capabilities"]
+    assert {"multikernel.core.capabilities", "multikernel.core.interfaces"} <= graph["multikernel.plugins.solvers"]
+    assert "multikernel.core.registry" in graph["multikernel.core.capabilities"]
 
 
 def test_no_import_cycles():

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sklearn.base import clone
 
+from multikernel.core.registry import get_registry
 from multikernel.plugins.kernels import (
     BUILDERS,
     CosineKernel,
@@ -29,7 +30,6 @@ from multikernel.plugins.kernels import (
     rbf_poly_family,
     simplemkl_family,
 )
-from multikernel.registry import get_registry
 
 
 # -------------------------------------------------------------------------------------------------
@@ -304,6 +304,60 @@ def test_bad_parameters():
         DistanceKernel(distances=np.zeros((6, 6)), kind="cubic").fit(np.arange(6.0)[:, None])
     with pytest.raises(ValueError, match="integer sample indices"):
         DistanceKernel(distances=np.zeros((6, 6))).fit(np.array([[0.5], [1.0]]))
+
+
+@pytest.mark.parametrize(("make", "numpy_params"), [
+    (lambda **p: PolynomialKernel(**p), {"degree": np.int64(3), "gamma": np.float32(0.5), "coef0": np.int32(1)}),
+    (lambda **p: RBFKernel(**p), {"gamma": np.float32(0.25)}),
+    (lambda **p: RBFKernel(**p), {"sigma": np.int64(2)}),
+    (lambda **p: LaplacianKernel(**p), {"gamma_scale": np.float16(2.0)}),
+    (lambda **p: ExpChi2Kernel(**p), {"gamma": np.int64(1)}),
+    (lambda **p: ModifiedChi2Kernel(**p), {"gamma_scale": np.float32(0.5)}),
+])
+def test_numpy_scalar_parameters_are_numbers(make, numpy_params):
+    X = np.random.default_rng(11).random((8, 3))
+    plain = {k: v.item() for k, v in numpy_params.items()}
+    np.testing.assert_array_equal(make(**numpy_params).fit_transform(X), make(**plain).fit_transform(X))
+
+
+@pytest.mark.parametrize(("builder", "match"), [
+    (RBFKernel(gamma=True), "rbf: gamma must be a positive finite number; got True of type bool"),
+    (RBFKernel(gamma="0.5"), "rbf: gamma must be a positive finite number; got '0.5'"),
+    (LaplacianKernel(sigma=0), "laplacian: sigma must be a positive finite number"),
+    (ExpChi2Kernel(gamma_scale=np.nan), "exp_chi2: gamma_scale must be a positive finite number"),
+    (PolynomialKernel(coef0=-1), "poly: coef0 must be a non-negative finite number"),
+    (PolynomialKernel(gamma=0), "poly: gamma must be a positive finite number"),
+    (PolynomialKernel(degree=True), "poly: degree must be a positive integer"),
+    (DistanceKernel(distances=np.eye(3), gamma=-1.0), "distance: gamma must be a positive finite number"),
+])
+def test_bad_scalar_parameters_name_builder_and_parameter(builder, match):
+    X = np.arange(3.0)[:, None]
+    with pytest.raises(ValueError, match=match):
+        builder.fit(X)
+
+
+def test_a_new_distance_kernel_is_a_small_bandwidth_subclass():
+    """The documented extension path: name a map, give the base and its training mean."""
+    from multikernel.plugins.kernels import BandwidthKernel
+
+    class CityBlockLaplacian(BandwidthKernel):
+        name = "cityblock"
+        _base_kind = "cityblock"
+
+        def _base(self, A, B, symmetric):
+            return np.abs(A[:, None, :] - B[None, :, :]).sum(-1)
+
+        def _mean_base(self, A):
+            return mean_offdiag(self._base(A, A, True))
+
+    rng = np.random.default_rng(12)
+    X, Z = rng.random((10, 3)), rng.random((4, 3))
+    b = CityBlockLaplacian(gamma_scale=2.0).fit(X)
+    D = np.abs(X[:, None] - X[None]).sum(-1)
+    assert b.gamma_ == pytest.approx(2.0 / mean_offdiag(D))
+    np.testing.assert_allclose(b.transform(Z), np.exp(-b.gamma_ * np.abs(Z[:, None] - X[None]).sum(-1)))
+    np.testing.assert_array_equal(b.self_similarity(Z), np.ones(4))
+    assert b.get_params() == {"gamma": None, "gamma_scale": 2.0, "columns": None}
 
 
 # -------------------------------------------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 from _mkl_testing import random_problem, reference_value, solve_mkl
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.interfaces import MKLProblem
+from multikernel.core.interfaces import MKLProblem
+from multikernel.core.registry import get_registry
 from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
 from multikernel.plugins.regularizers import (
     BoxSimplex,
@@ -21,8 +22,7 @@ from multikernel.plugins.regularizers import (
     Uniform,
 )
 from multikernel.plugins.solvers import LevelMethod, ProjectedGradient, ReducedGradient, _Bundle
-from multikernel.registry import get_registry
-from multikernel.stack import DenseStack
+from multikernel.stack.storage import DenseStack
 
 
 def test_registered_by_name():

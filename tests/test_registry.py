@@ -8,16 +8,16 @@ import numpy as np
 import pytest
 
 import multikernel
-from multikernel.config import config_from_dict
+from multikernel.config.runner import run_config
+from multikernel.config.schema import config_from_dict
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.registry import Registry
 from multikernel.errors import PluginError
-from multikernel.hookspecs import hookimpl
-from multikernel.registry import Registry
-from multikernel.runner import run_config
 
 THIRD_PARTY = textwrap.dedent('''
     import numpy as np
     from multikernel import hookimpl
-    from multikernel.interfaces import Regularizer
+    from multikernel.core.interfaces import Regularizer
 
     class L2Ball(Regularizer):
         """The l2 ball of a given radius (l2-MKL), with the analytic update of Kloft et al."""
@@ -59,7 +59,7 @@ def third_party(tmp_path, monkeypatch):
     (dist / "entry_points.txt").write_text("[multikernel]\nl2ball = mk_thirdparty\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = Registry()
-    monkeypatch.setattr(multikernel.registry, "_REGISTRY", registry)
+    monkeypatch.setattr(multikernel.core.registry, "_REGISTRY", registry)
     yield registry
     sys.modules.pop("mk_thirdparty", None)
 
@@ -160,17 +160,17 @@ def _simplex_subclass(**attrs):
      r"itself: \{'mine': MySimplex\}"),
     ({"multikernel_regularizers": lambda: {"mine": dict}},
      r"hook multikernel_regularizers: 'mine' maps to the class builtins\.dict, which is not a subclass of "
-     r"multikernel\.interfaces\.Regularizer"),
+     r"multikernel\.Regularizer"),
     ({"multikernel_solvers": lambda: {"mine": _simplex_subclass()}},
      r"hook multikernel_solvers: 'mine' maps to the class my_pkg\.mk\.MySimplex, which is not a subclass of "
-     r"multikernel\.interfaces\.Solver"),
+     r"multikernel\.Solver"),
     ({"multikernel_regularizers": lambda: {3: _simplex_subclass()}},
      r"hook multikernel_regularizers: the key 3 is not a name"),
     ({"multikernel_regularizers": lambda: {"mine": _simplex_subclass(name="other")}},
      r"hook multikernel_regularizers: 'mine' maps to the class my_pkg\.mk\.MySimplex, whose name attribute is "
      r"'other'"),
     ({"multikernel_methods": lambda: {"fast": "l1mkl"}},
-     r"hook multikernel_methods: 'fast' maps to 'l1mkl' \(str\); a method is a multikernel\.interfaces\.Method"),
+     r"hook multikernel_methods: 'fast' maps to 'l1mkl' \(str\); a method is a multikernel\.Method"),
     ({"multikernel_kernel_families": lambda: {"fam": 3}},
      r"hook multikernel_kernel_families: 'fam' maps to 3 \(int\); a kernel family is a function"),
     ({"multikernel_regularizers": lambda: 1 / 0},
@@ -250,7 +250,7 @@ def test_registered_subclass_round_trips_as_itself(cancer, tmp_path, monkeypatch
         """A subclass registered under its own name: it saves and loads as itself."""
 
     registry = Registry()
-    monkeypatch.setattr(multikernel.registry, "_REGISTRY", registry)
+    monkeypatch.setattr(multikernel.core.registry, "_REGISTRY", registry)
     multikernel.register_plugin(_plugin(multikernel_regularizers=lambda: {"sparse_simplex": Sparse}), name="sparse")
     X, y = cancer
     est = multikernel.MKLClassifier(regularizer=Sparse(), tol=1e-2).fit(X, y)

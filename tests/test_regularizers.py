@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from multikernel.core.registry import get_registry
 from multikernel.plugins.regularizers import (
     BoxSimplex,
     ElasticNet,
@@ -20,13 +21,12 @@ from multikernel.plugins.regularizers import (
     SimplexPower,
     Uniform,
 )
-from multikernel.projections import (
+from multikernel.solve.projections import (
     box_simplex_inverse,
     project_capped_simplex,
     project_lp_ball_nonneg,
     project_simplex,
 )
-from multikernel.registry import get_registry
 
 # Clarabel's references: it flags tiny inverse weights as "inaccurate" (the checks allow for that), and
 # cvxpy evaluates powers at slightly negative solver outputs (we read the solver's own optimal value).

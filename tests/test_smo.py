@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
-from multikernel.smo import StackColumns, solve_qp
-from multikernel.svm import (
+from multikernel.solve.smo import StackColumns, solve_qp
+from multikernel.solve.svm import (
     solve_nu,
     solve_simplex_ridge,
     solve_square_hinge,
@@ -361,7 +361,7 @@ def test_shrinking_does_not_change_the_optimum():
 # --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["csvc", "csvc_nobias", "nu", "square_hinge"])
 def test_loss_plugins_certify_their_solve(name):
-    from multikernel.registry import get_registry
+    from multikernel.core.registry import get_registry
 
     loss = get_registry().create("loss", name, C=1.0)
     K, y = _rbf(60, seed=7)
@@ -376,9 +376,9 @@ def test_loss_plugins_certify_their_solve(name):
 
 
 def test_block_coordinate_descent_runs_on_the_smo_inner_solver():
-    from multikernel.interfaces import MKLProblem
-    from multikernel.registry import get_registry
-    from multikernel.stack import DenseStack
+    from multikernel.core.interfaces import MKLProblem
+    from multikernel.core.registry import get_registry
+    from multikernel.stack.storage import DenseStack
 
     reg = get_registry()
 
@@ -397,7 +397,7 @@ def test_block_coordinate_descent_runs_on_the_smo_inner_solver():
 def test_fortran_input_is_read_in_place_and_threads_agree():
     from concurrent.futures import ThreadPoolExecutor
 
-    from multikernel.smo import as_symmetric_rows
+    from multikernel.solve.smo import as_symmetric_rows
 
     K, y = _rbf(120, seed=9)
     KF = np.asfortranarray(K)

@@ -10,7 +10,8 @@ import pytest
 from _mkl_testing import random_problem, solve_mkl
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.interfaces import MKLProblem
+from multikernel.core.interfaces import MKLProblem
+from multikernel.core.registry import get_registry
 from multikernel.plugins.losses import CSVCLoss
 from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, LpBall, Simplex, SimplexL2, Uniform
 from multikernel.plugins.solvers import (
@@ -19,8 +20,7 @@ from multikernel.plugins.solvers import (
     ReducedGradient,
     _spectral_step,
 )
-from multikernel.registry import get_registry
-from multikernel.stack import DenseStack
+from multikernel.stack.storage import DenseStack
 
 SOLVERS = [BlockCoordinateDescent(), ProjectedGradient(), ReducedGradient()]
 

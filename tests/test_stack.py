@@ -9,10 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from multikernel.combination import CombinedKernel
 from multikernel.errors import MemoryBudgetError
-from multikernel.kernelset import KernelSet
-from multikernel.memory import estimate_stack_memory, parse_bytes
 from multikernel.plugins.kernels import (
     ExpChi2Kernel,
     LinearKernel,
@@ -21,7 +18,10 @@ from multikernel.plugins.kernels import (
     RBFKernel,
     simplemkl_family,
 )
-from multikernel.stack import DenseStack, LazyStack, MemmapStack
+from multikernel.stack.combination import CombinedKernel
+from multikernel.stack.kernelset import KernelSet
+from multikernel.stack.memory import estimate_stack_memory, parse_bytes
+from multikernel.stack.storage import DenseStack, LazyStack, MemmapStack
 
 BACKENDS = ("dense", "memmap", "lazy")
 NORMS = ("none", "trace", "unit_diagonal", "center")

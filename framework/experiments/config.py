@@ -1,7 +1,7 @@
 """Experiment configurations: data sets x methods (each with its own grid) x repeats, as TOML or a dict.
 
 The tables ``[preprocessing]``, ``[kernels]`` and ``[solver]`` are the ones of a run configuration
-(:mod:`multikernel.config`) and are validated by the same machinery: every error is a
+(:mod:`multikernel.config.schema`) and are validated by the same machinery: every error is a
 :class:`~multikernel.errors.ConfigError` whose message starts with the key path of the offending entry.
 
 Grid values are numbers or small arithmetic expressions in ``M``, the number of base kernels of the data set
@@ -15,7 +15,8 @@ from typing import Any, Literal, Union
 
 import attrs
 
-from multikernel.config import (
+from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS
+from multikernel.config.schema import (
     PARAM_PATTERN,
     KernelsConfig,
     MethodParts,
@@ -37,7 +38,6 @@ from multikernel.config import (
     valid_folds,
     valid_n_jobs,
 )
-from multikernel.datasets import BUILTIN_LOADERS, GENERATORS
 from multikernel.errors import ConfigError
 
 __all__ = [

@@ -14,7 +14,9 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted, validate_data
 from tqdm.auto import tqdm
 
-from multikernel.fitcore import (
+from multikernel.core.interfaces import Component, KernelBuilder
+from multikernel.core.registry import get_registry
+from multikernel.solve.fit import (
     FittedMKL,
     Parts,
     SolveSettings,
@@ -24,10 +26,8 @@ from multikernel.fitcore import (
     encode_targets,
     fit_mkl,
 )
-from multikernel.interfaces import Component, KernelBuilder
-from multikernel.kernelset import KernelSet
-from multikernel.registry import get_registry
-from multikernel.stack import DenseStack, KernelStack
+from multikernel.stack.kernelset import KernelSet
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = ["MKLClassifier"]
 
@@ -48,7 +48,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         scikit-learn's cross-validation splits, so ``cross_val_score`` and ``GridSearchCV`` work), or
         (n_kernels, n_samples, n_train) (the library's own layout, used without a copy; recognised when the
         last two axes have the training size and the first does not), or a single (n_samples, n_train)
-        kernel, or a :class:`~multikernel.stack.KernelStack`.  ``fit`` takes the train x train kernels,
+        kernel, or a :class:`~multikernel.stack.storage.KernelStack`.  ``fit`` takes the train x train kernels,
         ``predict`` the test x train kernels in the same layout.
     kernel_params : dict, optional
         Parameters of the kernel family.
@@ -372,14 +372,14 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------
     def save(self, path: str | Path) -> None:
         """Save the fitted model to ``path`` (``.npz``: arrays, and JSON metadata; no pickled code)."""
-        from multikernel.persistence import save_model
+        from multikernel.estimators.persistence import save_model
 
         save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> MKLClassifier:
         """Load a model written by :meth:`save`."""
-        from multikernel.persistence import load_model
+        from multikernel.estimators.persistence import load_model
 
         return load_model(path)
 

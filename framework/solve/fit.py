@@ -1,8 +1,8 @@
 """The fit core: (kernel stack, targets, parts) -> a fitted model, for every learning task.
 
 Everything that fits an MKL model goes through :func:`fit_mkl`: :class:`~multikernel.MKLClassifier`, the
-cross-validation and grid paths of :mod:`multikernel.stackcv` and the experiment runner.  It owns the four
-steps that used to be written more than once:
+cross-validation and grid paths of :mod:`multikernel.experiments.model_selection` and the experiment runner.
+It owns the four steps that used to be written more than once:
 
 * **target encoding** (:func:`encode_targets`): labels of any type (numbers, strings, objects) or a 0/1
   label-indicator matrix become ``T`` blocks of {-1, +1} targets, with the classes kept for decoding;
@@ -15,7 +15,7 @@ steps that used to be written more than once:
   their decoding (sign, argmax, or per-label sign).
 
 The outer solvers never see the task: they work on ``q_m = sum_t c_t' K_m c_t`` through
-:class:`~multikernel.interfaces.MKLProblem` (see :class:`~multikernel.interfaces.InnerProblem`).
+:class:`~multikernel.core.interfaces.MKLProblem` (see :class:`~multikernel.core.interfaces.InnerProblem`).
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from multikernel.capabilities import check_compatible
-from multikernel.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
-from multikernel.registry import get_registry
-from multikernel.stack import KernelStack
+from multikernel.core.capabilities import check_compatible
+from multikernel.core.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
+from multikernel.core.registry import get_registry
+from multikernel.stack.storage import KernelStack
 
 __all__ = [
     "Targets",
@@ -209,7 +209,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
     Raises
     ------
     PluginError
-        Unknown plugin names; :class:`~multikernel.capabilities.IncompatiblePartsError` (a ``PluginError``) for a
+        Unknown plugin names; :class:`~multikernel.core.capabilities.IncompatiblePartsError` (a ``PluginError``) for a
         regularizer that does not offer what the solver needs (the message names the solvers that would work).
     UnknownParameterError
         A parameter the part does not have.
@@ -242,7 +242,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
 # --------------------------------------------------------------------------------------------------
 @attrs.define(frozen=True)
 class SolveSettings:
-    """Stopping settings of the outer loop (see :class:`~multikernel.interfaces.MKLProblem`)."""
+    """Stopping settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`)."""
 
     tol: float = 1e-3
     max_iter: int = 200
@@ -254,7 +254,7 @@ class SolveSettings:
 class FittedMKL:
     """A fitted model: the outer results and what prediction needs.
 
-    ``results`` has one :class:`~multikernel.interfaces.MKLResult` per outer problem: one per block when the
+    ``results`` has one :class:`~multikernel.core.interfaces.MKLResult` per outer problem: one per block when the
     blocks have their own weights (binary, one-vs-rest), or a single one whose ``coef`` holds all ``T``
     blocks when they share the weights.
     """

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from multikernel._blocks import group_builders, raw_blocks
 from multikernel._ext import _stack
-from multikernel.interfaces import KernelBuilder
-from multikernel.normalization import Normalization
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.stack.blocks import group_builders, raw_blocks
+from multikernel.stack.normalization import Normalization
 
 __all__ = ["KernelStack", "DenseStack", "MemmapStack", "LazyStack"]
 
@@ -96,7 +96,7 @@ class KernelStack:
         """``sum_m weights[m] * K_m`` over the kernels with a non-zero weight, as float64.
 
         With ``accumulate``, the sum is added to ``out`` (which must be given) instead of replacing it:
-        :class:`~multikernel.combination.CombinedKernel` updates ``K(mu)`` by the weights that changed.
+        :class:`~multikernel.stack.combination.CombinedKernel` updates ``K(mu)`` by the weights that changed.
         """
         raise NotImplementedError
 

@@ -3,7 +3,7 @@
 :func:`noisy_kernel_curve` (accuracy versus the number of random features appended) and
 :func:`parameter_path` (kernel weights and accuracy along one parameter, e.g. SM1MKL's bridge from the
 average kernel to L1-MKL) run the same units as ``[noisy_kernels]`` and ``[[paths]]`` of an experiment
-configuration, without an output folder; :func:`multikernel.experiment_report.make_figures` or the
+configuration, without an output folder; :func:`multikernel.experiments.report.make_figures` or the
 ``plot_*`` helpers here draw them.
 """
 
@@ -14,16 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig, structure
-from multikernel.experiment_config import (
+from multikernel.config.schema import KernelsConfig, PreprocessingConfig, SolverConfig, structure
+from multikernel.experiments.config import (
     DEFAULT_RATIOS,
     DatasetSpec,
     ExperimentSettings,
     MethodSpec,
     PathConfig,
 )
-from multikernel.experiment_report import summarize_noisy
-from multikernel.experiment_units import Member, UnitTask, run_unit
+from multikernel.experiments.report import summarize_noisy
+from multikernel.experiments.units import Member, UnitTask, run_unit
 
 __all__ = ["noisy_kernel_curve", "parameter_path", "plot_noisy_kernel_curve", "plot_parameter_path"]
 
@@ -59,7 +59,7 @@ def noisy_kernel_curve(X: np.ndarray, y: np.ndarray, methods: Sequence[MethodSpe
     """Test accuracy of each method on split ``repeat`` of ``(X, y)`` with ``round(r d)`` random features
     appended, for each ratio ``r`` (parameters chosen by ``cv_folds``-fold CV on the training part).
 
-    ``methods`` are method names, :class:`~multikernel.experiment_config.MethodSpec` or dicts like a
+    ``methods`` are method names, :class:`~multikernel.experiments.config.MethodSpec` or dicts like a
     ``[[methods]]`` entry (``{"method": "sm1mkl", "grid": {"C": [1, 10], "regularizer__nu": [0.5]}}``).
 
     Returns

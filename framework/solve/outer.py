@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.interfaces import InnerSolution, MKLProblem, MKLResult
+from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult
 
 __all__ = ["OuterLoop"]
 

@@ -2,7 +2,7 @@
 
 A built-in builder exposes ``base_key()``, ``_base(A, B, symmetric)``, ``_apply(base, out)`` and
 ``select_rows(X)``; builders with equal keys (ten Gaussian bandwidths on one column subset) then cost
-one distance computation.  Any other :class:`~multikernel.interfaces.KernelBuilder` is served through
+one distance computation.  Any other :class:`~multikernel.core.interfaces.KernelBuilder` is served through
 ``kernel_block(X, cols)`` when it has one, else ``transform(X)[:, cols]``.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from multikernel.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder
 
 __all__ = ["group_builders", "raw_blocks"]
 

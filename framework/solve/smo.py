@@ -9,7 +9,7 @@ with ``Q = (y y') o K + diag(ridge)`` (``signed=True``) or ``Q = K + diag(ridge)
 solves it with sequential minimal optimisation: second-order working-set selection (Fan, Chen and Lin,
 2005), shrinking with gradient reconstruction, and a warm start that only touches the kernel rows of the
 non-zero entries of the starting point.  The C-SVC, no-bias, nu and simplex forms are thin wrappers in
-:mod:`multikernel.svm`.
+:mod:`multikernel.solve.svm`.
 """
 
 from __future__ import annotations

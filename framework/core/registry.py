@@ -22,9 +22,9 @@ from typing import Any
 import attrs
 import pluggy
 
-from multikernel import hookspecs
+from multikernel.core import hookspecs
+from multikernel.core.interfaces import Method
 from multikernel.errors import PluginError
-from multikernel.interfaces import Method
 
 __all__ = ["Registry", "PluginInfo", "get_registry", "register_plugin"]
 
@@ -251,7 +251,7 @@ def _check_entry(kind: str, name: Any, obj: Any, where: str) -> None:
                           f"surrounding spaces (the plugin's name in configs)")
     base = hookspecs.COMPONENT_TYPES.get(kind)
     if base is not None:
-        expected = f"a subclass of {base.__module__}.{base.__qualname__}"
+        expected = f"a subclass of multikernel.{base.__qualname__}"  # the public name of every interface
         if not isinstance(obj, type):
             hint = (f"; return the class itself: {{{name!r}: {type(obj).__name__}}}" if isinstance(obj, base)
                     else "")
@@ -268,7 +268,7 @@ def _check_entry(kind: str, name: Any, obj: Any, where: str) -> None:
     elif kind == "method":
         if not isinstance(obj, Method):
             raise PluginError(f"{where}: {name!r} maps to {_shown(obj)}; a method is a "
-                              f"multikernel.interfaces.Method")
+                              f"multikernel.Method")
         if obj.name != name:
             raise PluginError(f"{where}: the key {name!r} maps to the method named {obj.name!r}; they must agree")
     elif not callable(obj):  # a family: factory(n_features, **params) -> list of builders

@@ -8,9 +8,9 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_array
 
-from multikernel._blocks import group_builders, raw_blocks
-from multikernel.interfaces import KernelBuilder
-from multikernel.memory import (
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.stack.blocks import group_builders, raw_blocks
+from multikernel.stack.memory import (
     BACKENDS,
     StackMemoryEstimate,
     available_memory,
@@ -18,8 +18,8 @@ from multikernel.memory import (
     estimate_stack_memory,
     parse_bytes,
 )
-from multikernel.normalization import NORMALIZATIONS, Normalization
-from multikernel.stack import DenseStack, KernelStack, LazyStack, MemmapStack
+from multikernel.stack.normalization import NORMALIZATIONS, Normalization
+from multikernel.stack.storage import DenseStack, KernelStack, LazyStack, MemmapStack
 
 __all__ = ["KernelSet", "NORMALIZATIONS", "BACKENDS"]
 
@@ -35,7 +35,7 @@ class KernelSet:
         ``"trace"`` scales each kernel so that its training trace equals n (mean diagonal 1);
         ``"unit_diagonal"`` is the cosine normalization ``K_ij / sqrt(K_ii K_jj)``; ``"center"`` centres
         the kernel in feature space on the training mean.  The constants are fitted on the training
-        kernels and applied to the cross kernels (see :mod:`multikernel.normalization`).
+        kernels and applied to the cross kernels (see :mod:`multikernel.stack.normalization`).
     dtype : {"float64", "float32"}
         Storage precision of the stacks (operations always return float64).
     backend : {"dense", "memmap", "lazy", "auto"}

@@ -9,7 +9,7 @@ A plugin package exposes a module (or object) with functions named as below, dec
 
 Every hook returns a mapping from the public name of a plugin to its implementation: a class (not an
 instance) subclassing the kind's interface (:data:`COMPONENT_TYPES`), a factory function for kernel
-families, a :class:`~multikernel.interfaces.Method` for methods.  The key is the plugin's name everywhere
+families, a :class:`~multikernel.core.interfaces.Method` for methods.  The key is the plugin's name everywhere
 (configs, reports, saved models): registration sets the class's ``name`` to it, or refuses a class whose
 own ``name`` says otherwise.  The registry validates every hook when its plugin is registered (a misspelled
 hook name or a malformed mapping fails there, naming the plugin), merges the mappings of all plugins and
@@ -24,7 +24,7 @@ from typing import Any
 
 import pluggy
 
-from multikernel.interfaces import KernelBuilder, Method, Regularizer, SampleLoss, Solver
+from multikernel.core.interfaces import KernelBuilder, Method, Regularizer, SampleLoss, Solver
 
 PROJECT = "multikernel"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -35,7 +35,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT)
 def multikernel_kernel_builders() -> Mapping[str, type[KernelBuilder]]:
     """Kernel builder classes by name (``"rbf"``, ``"poly"``, ...).
 
-    Each class is a :class:`~multikernel.interfaces.KernelBuilder`: constructed with keyword
+    Each class is a :class:`~multikernel.core.interfaces.KernelBuilder`: constructed with keyword
     parameters, ``fit`` on training features, ``transform`` to cross kernels.
     """
 
@@ -59,7 +59,7 @@ def multikernel_regularizers() -> Mapping[str, type[Regularizer]]:
     """Regularizer classes (domain and penalty of the kernel weights) by name (``"simplex"``, ...).
 
     Which solvers can use a regularizer follows from the methods its class implements (a projection, a
-    closed-form update, ...): see :mod:`multikernel.capabilities`.
+    closed-form update, ...): see :mod:`multikernel.core.capabilities`.
     """
 
 
@@ -67,7 +67,7 @@ def multikernel_regularizers() -> Mapping[str, type[Regularizer]]:
 def multikernel_solvers() -> Mapping[str, type[Solver]]:
     """Outer solver classes by name (``"bcd"``, ``"reduced_gradient"``, ...).
 
-    Each class declares in ``requires`` the regularizer capabilities it calls (:mod:`multikernel.capabilities`).
+    Each class declares in ``requires`` the regularizer capabilities it calls (:mod:`multikernel.core.capabilities`).
     """
 
 

@@ -3,7 +3,7 @@ kernels.
 
 A fold is a row/column subset of the training stack (``stack.subset``: a view where the backend offers
 one), so each fold's kernels come from the one training stack, whatever the grid size.  Each grid point is
-fitted by the fit core (:func:`multikernel.fitcore.fit_mkl`), which lets consecutive grid points pass the
+fitted by the fit core (:func:`multikernel.solve.fit.fit_mkl`), which lets consecutive grid points pass the
 previous fit as ``warm``.  The grid is walked as a snake: ``C`` increasing for the first value of
 the other parameters, decreasing for the next, and so on, so consecutive points differ in one step of one
 parameter.  When a step changes a regularizer parameter, the solvers project the previous weights onto the
@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import ParameterGrid
 
-from multikernel.config import SolverConfig
-from multikernel.experiment_config import MethodSpec, evaluate_value
-from multikernel.fitcore import (
+from multikernel.config.schema import SolverConfig
+from multikernel.experiments.config import MethodSpec, evaluate_value
+from multikernel.solve.fit import (
     FittedMKL,
     Parts,
     SolveSettings,
@@ -37,7 +37,7 @@ from multikernel.fitcore import (
     encode_targets,
     fit_mkl,
 )
-from multikernel.stack import DenseStack, KernelStack
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = [
     "method_parts",
@@ -52,7 +52,7 @@ __all__ = [
 
 
 def method_parts(spec: MethodSpec, params: dict[str, Any]) -> Parts:
-    """The parts of a ``[[methods]]`` entry at the grid point ``params`` (:func:`multikernel.fitcore.build_parts`)."""
+    """The parts of a ``[[methods]]`` entry at the grid point ``params`` (:func:`multikernel.solve.fit.build_parts`)."""
     return build_parts(spec.method, spec.loss, spec.regularizer, spec.solver, params)
 
 

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, train_test_split
 
-from multikernel.config import EvaluationConfig, ModelConfig, RunConfig, config_to_dict, evaluate_value
-from multikernel.config_checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, make_builders
-from multikernel.datasets import load_data
+from multikernel.config.checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, make_builders
+from multikernel.config.datasets import load_data
+from multikernel.config.progress import Progress
+from multikernel.config.schema import EvaluationConfig, ModelConfig, RunConfig, config_to_dict, evaluate_value
 from multikernel.errors import ConfigError
-from multikernel.estimator import MKLClassifier
-from multikernel.experiment_report import count_selected, sample_std
-from multikernel.fitcore import build_parts
-from multikernel.progress import Progress
+from multikernel.estimators.classifier import MKLClassifier
+from multikernel.experiments.report import count_selected, sample_std
+from multikernel.solve.fit import build_parts
 
 __all__ = ["run_config", "build_estimator", "check_config", "SELECTION_THRESHOLD"]
 
@@ -79,7 +79,7 @@ def check_config(config: RunConfig) -> tuple[np.ndarray, np.ndarray, list[str]]:
 
     The data loads and has class labels; the kernels expand and every builder accepts its parameters; each
     split can be drawn; every model's parts build and run (a probe fit on 4 samples) at every grid point,
-    with ``M`` the number of kernels (see :mod:`multikernel.config_checks`).
+    with ``M`` the number of kernels (see :mod:`multikernel.config.checks`).
 
     Returns
     -------

@@ -29,10 +29,11 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from multikernel._version import __version__
-from multikernel.config_checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, prepare_output
-from multikernel.datasets import GENERATORS, load_data
+from multikernel.config.checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, prepare_output
+from multikernel.config.datasets import GENERATORS, load_data
+from multikernel.config.progress import Progress
 from multikernel.errors import ConfigError
-from multikernel.experiment_config import (
+from multikernel.experiments.config import (
     DatasetSpec,
     ExperimentConfig,
     MethodSpec,
@@ -40,9 +41,8 @@ from multikernel.experiment_config import (
     experiment_config_to_dict,
     load_experiment_config,
 )
-from multikernel.experiment_report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
-from multikernel.experiment_units import Member, UnitTask, append_noise, run_unit
-from multikernel.progress import Progress
+from multikernel.experiments.report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
+from multikernel.experiments.units import Member, UnitTask, append_noise, run_unit
 
 __all__ = [
     "run_experiment",
@@ -95,7 +95,7 @@ def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np
     :func:`run_experiment` runs before fitting.  It loads every data set the run uses (finite features,
     class labels), expands the kernels for each (and for each noisy width) and fits every builder on a few
     rows, and builds and probes every method's parts at every grid point and path value with ``M`` the
-    number of kernels where it runs (see :mod:`multikernel.config_checks`).
+    number of kernels where it runs (see :mod:`multikernel.config.checks`).
 
     Raises
     ------

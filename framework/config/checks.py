@@ -1,14 +1,14 @@
 """What parsing a configuration cannot see: plugin names, kernel parameters, grid points, the data.
 
 ``multikernel validate``, ``multikernel run`` and ``multikernel experiment`` (with or without ``--dry-run``)
-call these same functions before anything is fitted (:func:`multikernel.runner.check_config`,
-:func:`multikernel.experiment.check_experiment`), so a configuration that validates does not fail on its
+call these same functions before anything is fitted (:func:`multikernel.config.runner.check_config`,
+:func:`multikernel.experiments.runner.check_experiment`), so a configuration that validates does not fail on its
 settings later.  They build everything through the code path of a fit:
 
 * the kernels: the family or builder list expanded by :func:`make_builders` (which the run uses too), then
-  every builder fitted through :class:`~multikernel.kernelset.KernelSet` on a few rows of the data, so each
+  every builder fitted through :class:`~multikernel.stack.kernelset.KernelSet` on a few rows of the data, so each
   builder's own parameter checks run (a negative bandwidth, a degree of 2.5, a column out of range);
-* the parts: for every model or method at every grid point, :func:`multikernel.fitcore.build_parts` (the
+* the parts: for every model or method at every grid point, :func:`multikernel.solve.fit.build_parts` (the
   one constructor of the fit core, with its plugin and compatibility checks), the regularizer's domain
   check for the data's number of kernels, and a *probe fit* of one outer iteration on a 4-sample problem
   with that many kernels.  Parts follow scikit-learn in validating their parameters where they use them
@@ -34,13 +34,13 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.multiclass import type_of_target
 
-from multikernel.config import KernelsConfig, MethodParts, SolverConfig, evaluate_value
+from multikernel.config.schema import KernelsConfig, MethodParts, SolverConfig, evaluate_value
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.registry import get_registry
 from multikernel.errors import ConfigError, PluginError
-from multikernel.fitcore import SolveSettings, build_parts, encode_targets, fit_mkl
-from multikernel.interfaces import KernelBuilder
-from multikernel.kernelset import KernelSet
-from multikernel.registry import get_registry
-from multikernel.stack import DenseStack
+from multikernel.solve.fit import SolveSettings, build_parts, encode_targets, fit_mkl
+from multikernel.stack.kernelset import KernelSet
+from multikernel.stack.storage import DenseStack
 
 __all__ = [
     "make_builders",

@@ -1,4 +1,4 @@
-"""Inner SVM solves on a precomputed kernel, all backed by the SMO core of :mod:`multikernel.smo`.
+"""Inner SVM solves on a precomputed kernel, all backed by the SMO core of :mod:`multikernel.solve.smo`.
 
 ``solve_svc`` is the C-SVC dual used inside every MKL wrapper:
 
@@ -12,7 +12,7 @@ The other forms of the library's inner problems have their own thin helper:
 * :func:`solve_square_hinge` -- the square hinge (L2-SVM) dual, ridge ``alpha'alpha/(2C)``;
 * :func:`solve_simplex_ridge` -- ``max -1/2 alpha'(K + D) alpha`` over the simplex (IOKL's SVM step).
 
-Each returns an :class:`~multikernel.interfaces.InnerSolution` whose ``primal_objective`` is the primal
+Each returns an :class:`~multikernel.core.interfaces.InnerSolution` whose ``primal_objective`` is the primal
 objective evaluated at the returned classifier: an upper bound of the optimum, so that
 ``primal - dual >= 0`` certifies the solve.  Both objectives are computed from the solver's gradient
 in O(n), without another pass over the kernel.
@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from multikernel.interfaces import InnerSolution
-from multikernel.smo import KernelColumns, QPResult, solve_qp
+from multikernel.core.interfaces import InnerSolution
+from multikernel.solve.smo import KernelColumns, QPResult, solve_qp
 
 __all__ = [
     "solve_svc",

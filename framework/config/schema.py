@@ -3,11 +3,11 @@
 Every error raised while reading a configuration is a :class:`~multikernel.errors.ConfigError` whose
 message starts with the dotted key path of the offending entry and says what is allowed.
 
-This module also holds what run and experiment configurations share (:mod:`multikernel.experiment_config`
+This module also holds what run and experiment configurations share (:mod:`multikernel.experiments.config`
 builds on it): the dict-to-attrs machinery (:func:`structure`), the value validators, the relative-path rule
 (:func:`resolve_path`) and the grid rules (:data:`PARAM_PATTERN`, :func:`evaluate_value`, :func:`check_grid`).
 What parsing cannot see (plugin names, kernel parameters, grid points, the data) is checked by
-:mod:`multikernel.config_checks`.
+:mod:`multikernel.config.checks`.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import attrs
 import tomli_w
 
-from multikernel.datasets import BUILTIN_LOADERS
+from multikernel.config.datasets import BUILTIN_LOADERS
 from multikernel.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -511,5 +511,5 @@ def config_to_toml(config: RunConfig) -> str:
 
 
 def default_config() -> RunConfig:
-    """The embedded default run of ``multikernel run`` (``multikernel/data/default.toml``)."""
+    """The embedded default run of ``multikernel run`` (``multikernel/config/data/default.toml``)."""
     return load_config(Path(__file__).parent / "data" / "default.toml")

@@ -8,8 +8,8 @@ polyhedral domain with a known cap and the tangents of the penalty.  The vocabul
 ======================  =============================================================================
 capability              offered when
 ======================  =============================================================================
-``closed_form``         the class overrides :meth:`~multikernel.interfaces.Regularizer.closed_form_update`
-``projection``          the class overrides :meth:`~multikernel.interfaces.Regularizer.project`
+``closed_form``         the class overrides :meth:`~multikernel.core.interfaces.Regularizer.closed_form_update`
+``projection``          the class overrides :meth:`~multikernel.core.interfaces.Regularizer.project`
 ``penalty_gradient``    the class has no penalty (does not override ``penalty``), or overrides
                         ``penalty_gradient`` too
 ``simplex``             ``domain == "simplex"``: the domain is the unit simplex ``{mu >= 0, sum mu = 1}``
@@ -17,7 +17,7 @@ capability              offered when
                         the domain the level method's linear programs describe
 ``cap``                 the cap of that domain is known: 1 for the simplex, ``1/M`` for the single point,
                         else the class defines ``cap(n_kernels)``
-``strongly_convex``     :meth:`~multikernel.interfaces.Regularizer.strong_convexity` is positive for the
+``strongly_convex``     :meth:`~multikernel.core.interfaces.Regularizer.strong_convexity` is positive for the
                         regularizer's parameters
 ======================  =============================================================================
 
@@ -37,9 +37,9 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
+from multikernel.core.interfaces import Regularizer, Solver
+from multikernel.core.registry import Registry, get_registry
 from multikernel.errors import PluginError
-from multikernel.interfaces import Regularizer, Solver
-from multikernel.registry import Registry, get_registry
 
 __all__ = [
     "Capability",
@@ -169,7 +169,7 @@ def check_compatible(regularizer: Any, solver: Any, registry: Registry | None = 
     registry = registry or get_registry()
     for part, kind, base in ((regularizer, "regularizer", Regularizer), (solver, "solver", Solver)):
         if not isinstance(part, base):
-            raise IncompatiblePartsError(f"the {kind} must be a {base.__module__}.{base.__qualname__} instance; got "
+            raise IncompatiblePartsError(f"the {kind} must be a multikernel.{base.__qualname__} instance; got "
                                          f"{part!r} of type {type(part).__qualname__}")
     missing = required_by(solver) - offered_by(regularizer)
     if not missing:

@@ -1,10 +1,11 @@
 """The independent units of work of an experiment, each a pure function of its inputs.
 
 A unit is one (data set, split, method) of the benchmark, one (noise ratio, method) of the noisy-kernel
-experiment, or one parameter path.  Each unit draws its split, standardizes with the training statistics,
-builds the training kernel stack once and the test x train cross kernels once (block by block, to bound the
-memory), selects parameters by cross-validation on the training part (:mod:`multikernel.stackcv`), refits at
-the selected point and tests.  Units run in worker processes; they return plain JSON-ready dicts.
+experiment, or one parameter path.  Each unit draws its split, builds the training kernel stack once (features
+standardized with the training statistics by the kernel set) and the test x train cross kernels once (block
+by block, to bound the memory), selects parameters by cross-validation on the training part
+(:mod:`multikernel.experiments.model_selection`), refits at the selected point through the fit core and tests.
+Units run in worker processes; they return plain JSON-ready dicts.
 """
 
 from __future__ import annotations
@@ -22,12 +23,12 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig
-from multikernel.config_checks import make_builders  # the one expansion of [kernels], shared with runs
-from multikernel.experiment_config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
-from multikernel.fitcore import FittedMKL, encode_targets
-from multikernel.kernelset import KernelSet
-from multikernel.stackcv import cross_validate_methods, fit_point, resolve_grid, select_best
+from multikernel.config.checks import make_builders  # the one expansion of [kernels], shared with runs
+from multikernel.config.schema import KernelsConfig, PreprocessingConfig, SolverConfig
+from multikernel.experiments.config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
+from multikernel.experiments.model_selection import cross_validate_methods, fit_point, resolve_grid, select_best
+from multikernel.solve.fit import FittedMKL, encode_targets
+from multikernel.stack.kernelset import KernelSet
 
 __all__ = [
     "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",

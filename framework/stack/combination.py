@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from multikernel.stack import KernelStack
+from multikernel.stack.storage import KernelStack
 
 __all__ = ["CombinedKernel"]
 

@@ -26,7 +26,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 if TYPE_CHECKING:
-    from multikernel.stack import KernelStack
+    from multikernel.stack.storage import KernelStack
 
 __all__ = [
     "Component",
@@ -162,7 +162,7 @@ class Regularizer(Component, abc.ABC):
 
     Only ``check``, ``initial`` and ``dual_bound`` are required.  What else a regularizer offers
     (a closed-form update, a projection, the gradient of its penalty, ...) decides which solvers can use
-    it; :mod:`multikernel.capabilities` derives this from the methods a class overrides and from ``domain``,
+    it; :mod:`multikernel.core.capabilities` derives this from the methods a class overrides and from ``domain``,
     and names the missing pieces when a solver cannot run with it (see ``docs/plugins.md``).
 
     Attributes
@@ -371,10 +371,10 @@ class Solver(Component, abc.ABC):
 
     Attributes
     ----------
-    requires : frozenset of multikernel.capabilities.Capability
+    requires : frozenset of multikernel.core.capabilities.Capability
         What the solver calls on the regularizer beyond ``check``, ``initial``, ``penalty`` and
         ``dual_bound`` (for example ``{Capability.PROJECTION}``).  Building a method checks it against the
-        regularizer (:func:`multikernel.capabilities.check_compatible`).
+        regularizer (:func:`multikernel.core.capabilities.check_compatible`).
     """
 
     requires: ClassVar[frozenset[str]] = frozenset()
