@@ -71,7 +71,12 @@ def resolve_gamma(who: str, gamma: float | None, gamma_scale: float, reference: 
         return check_positive_real(f"{who}: gamma", gamma)
     gamma_scale = check_positive_real(f"{who}: gamma_scale", gamma_scale)
     ref = reference()
-    return check_positive_real(f"{who}: gamma", gamma_scale / ref if ref > 0 else gamma_scale)
+    gamma = gamma_scale / ref if ref > 0 else gamma_scale
+    if not np.isfinite(gamma):
+        raise ValueError(f"{who}: the mean training distance ({ref:.3g}) is too small for a bandwidth "
+                         f"gamma_scale / mean: the features are numerically constant at this scale; rescale "
+                         f"them (standardize=True) or give gamma")
+    return check_positive_real(f"{who}: gamma", gamma)
 
 
 def map_coefficient(kind: str, gamma: float) -> float:

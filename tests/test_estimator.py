@@ -89,7 +89,7 @@ def test_pickle_round_trip(cancer):
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"C": -1.0}, "C must be a positive"),
-    ({"tol": 0.0}, "tol must be positive"),
+    ({"tol": 0.0}, "tol must be a positive"),
     ({"max_iter": 0}, "max_iter must be a positive"),
     ({"stopping": "never"}, "stopping must be"),
     ({"method": "nope"}, "unknown method 'nope'"),

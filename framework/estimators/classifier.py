@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 from multikernel.core.interfaces import Component, KernelBuilder
 from multikernel.core.registry import get_registry
+from multikernel.core.validation import check_positive_integer, check_positive_real
 from multikernel.solve.fit import (
     FittedMKL,
     Parts,
@@ -187,13 +188,13 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         return [clone(b) for b in builders]
 
     def _check_params(self) -> None:
-        if self.C is not None and not (isinstance(self.C, numbers.Real) and not isinstance(self.C, bool)
-                                       and np.isfinite(self.C) and self.C > 0):
-            raise ValueError(f"C must be a positive finite number (or None: the loss's own C); got {self.C!r}")
-        if not (isinstance(self.tol, numbers.Real) and self.tol > 0):
-            raise ValueError(f"tol must be positive; got {self.tol!r}")
-        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 1):
+        if self.C is not None:
+            check_positive_real("C", self.C)
+        check_positive_real("tol", self.tol)
+        check_positive_real("inner_tol", self.inner_tol)
+        if not isinstance(self.max_iter, numbers.Integral):  # 2.0 is not an iteration count here
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}")
+        check_positive_integer("max_iter", self.max_iter)
         if self.standardize and self._precomputed:
             raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
         if self.multiclass not in ("ovr", "shared"):
