@@ -119,7 +119,7 @@ GRID = "[evaluation]\ncv_folds = 3\n"
      "evaluation.grid.solver__certify_every[1]: model 'l1mkl': certify_every must be a positive integer"),
     ("[[models]]\nmethod = 'l1mkl'\nsolver = { name = 'bcd', params = { certify_every = 0 } }\n",
      "models[0].solver: certify_every must be a positive integer"),
-    ("[[models]]\nmethod = 'l1mkl'\nC = 0\n", "models[0].C: must be a positive finite number"),
+    ("[[models]]\nmethod = 'l1mkl'\nC = 0\n", "models[0].C: C must be a positive finite number"),
     ("[evaluation]\nn_jobs = 0\n", "evaluation.n_jobs: must be a positive number of parallel jobs"),
     # a grid without cross-validation was silently ignored
     ("[evaluation]\ngrid = { C = [1.0, 10.0] }\n", "evaluation.grid.C: 2 values but no cross-validation"),

@@ -257,7 +257,7 @@ def test_a_new_method_works_by_name_with_regularizer_grid(tmp_path, toy_method):
     ({"datasets": [{"name": "d", "source": "nope.csv"}]}, "datasets[0].source: 'nope.csv' is neither"),
     ({"datasets": [{"name": "d", "source": "wine", "params": {"a": 1}}]}, "datasets[0].params: "),
     ({"datasets": [{"name": "d", "source": "ringnorm", "train_size": -1}]},
-     "datasets[0].train_size: must be a positive"),
+     "datasets[0].train_size: train_size must be a positive integer"),
     ({"experiment": {"cv_folds": 1}}, "experiment.cv_folds: must be 0"),
     ({"experiment": {"repeats": "3"}}, "experiment.repeats: got '3'; expected an integer"),
     ({"experiment": {"colour": 1}}, "experiment: unknown key(s) 'colour'"),
@@ -299,7 +299,7 @@ def test_cli_experiment(tmp_path, capsys):
     assert (tmp_path / "o2" / "results.md").exists() and not (tmp_path / "out").exists()
     path.write_text("[experiment]\nrepeats = 0\n")
     assert main(["experiment", str(path)]) == 2
-    assert "experiment.repeats: must be a positive" in capsys.readouterr().err
+    assert "experiment.repeats: repeats must be a positive integer" in capsys.readouterr().err
 
 
 def test_grid_expressions():

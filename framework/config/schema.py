@@ -13,7 +13,6 @@ What parsing cannot see (plugin names, kernel parameters, grid points, the data)
 from __future__ import annotations
 
 import ast
-import math
 import numbers
 import operator
 import re
@@ -27,6 +26,7 @@ import attrs
 import tomli_w
 
 from multikernel.config.datasets import BUILTIN_LOADERS
+from multikernel.core.validation import check_positive_integer, check_positive_real
 from multikernel.errors import ConfigError
 
 if sys.version_info >= (3, 11):
@@ -60,6 +60,7 @@ __all__ = [
     "evaluate_value",
     "check_grid",
     "positive",
+    "positive_integer",
     "fraction",
     "non_negative",
     "valid_folds",
@@ -71,9 +72,16 @@ __all__ = [
 # value validators (attrs validators: they raise ValueError, turned into ConfigError with the key path)
 # --------------------------------------------------------------------------------------------------
 def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A finite number > 0 (``None`` passes: the key is optional)."""
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise ValueError(f"must be a positive finite number; got {value!r}")
+    """A finite number > 0, checked as the estimator and the plugins check theirs (``None`` passes: the key
+    is optional)."""
+    if value is not None:
+        check_positive_real(attribute.name, value)
+
+
+def positive_integer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A whole number >= 1 (``None`` passes: the key is optional)."""
+    if value is not None:
+        check_positive_integer(attribute.name, value)
 
 
 def fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
@@ -191,7 +199,7 @@ class SolverConfig:
     """Settings of the outer loop shared by every model."""
 
     tol: float = attrs.field(default=1e-3, validator=positive)
-    max_iter: int = attrs.field(default=200, validator=positive)
+    max_iter: int = attrs.field(default=200, validator=positive_integer)
     inner_tol: float = attrs.field(default=1e-3, validator=positive)
     stopping: Literal["gap", "relative_change"] = "gap"
 
@@ -207,7 +215,7 @@ class EvaluationConfig:
     """
 
     test_fraction: float = attrs.field(default=0.3, validator=fraction)
-    repeats: int = attrs.field(default=1, validator=positive)
+    repeats: int = attrs.field(default=1, validator=positive_integer)
     seed: int = 0
     cv_folds: int = attrs.field(default=0, validator=valid_folds)
     grid: dict[str, list[Any]] = attrs.Factory(dict)

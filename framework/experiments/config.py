@@ -32,6 +32,7 @@ from multikernel.config.schema import (
     fraction,
     non_negative,
     positive,
+    positive_integer,
     read_toml,
     resolve_path,
     structure,
@@ -73,7 +74,7 @@ class ExperimentSettings:
     name: str = "experiment"
     output: str = "results"
     benchmark: bool = True
-    repeats: int = attrs.field(default=10, validator=positive)
+    repeats: int = attrs.field(default=10, validator=positive_integer)
     test_fraction: float = attrs.field(default=0.3, validator=fraction)
     cv_folds: int = attrs.field(default=5, validator=valid_folds)
     seed: int = 0
@@ -96,7 +97,7 @@ class DatasetSpec:
     source: str
     format: Literal["auto", "csv", "libsvm"] = "auto"
     params: dict[str, Any] = attrs.Factory(dict)
-    train_size: Union[int, None] = attrs.field(default=None, validator=positive)  # noqa: UP007
+    train_size: Union[int, None] = attrs.field(default=None, validator=positive_integer)  # noqa: UP007
 
 
 @attrs.define(kw_only=True)
