@@ -26,8 +26,9 @@ import attrs
 import tomli_w
 
 from multikernel.config.datasets import BUILTIN_LOADERS
-from multikernel.core.validation import check_positive_integer, check_positive_real
+from multikernel.core.validation import positive, positive_integer
 from multikernel.errors import ConfigError
+from multikernel.solve.fit import SolveSettings as SolverConfig  # [solver]: the fit core's settings, one class
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -71,19 +72,6 @@ __all__ = [
 # --------------------------------------------------------------------------------------------------
 # value validators (attrs validators: they raise ValueError, turned into ConfigError with the key path)
 # --------------------------------------------------------------------------------------------------
-def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A finite number > 0, checked as the estimator and the plugins check theirs (``None`` passes: the key
-    is optional)."""
-    if value is not None:
-        check_positive_real(attribute.name, value)
-
-
-def positive_integer(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A whole number >= 1 (``None`` passes: the key is optional)."""
-    if value is not None:
-        check_positive_integer(attribute.name, value)
-
-
 def fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
     """A number strictly between 0 and 1."""
     if not 0.0 < value < 1.0:
@@ -192,16 +180,6 @@ class ModelConfig(MethodParts):
 
     method: str = "l1mkl"
     C: float = attrs.field(default=1.0, validator=positive)
-
-
-@attrs.define
-class SolverConfig:
-    """Settings of the outer loop shared by every model."""
-
-    tol: float = attrs.field(default=1e-3, validator=positive)
-    max_iter: int = attrs.field(default=200, validator=positive_integer)
-    inner_tol: float = attrs.field(default=1e-3, validator=positive)
-    stopping: Literal["gap", "relative_change"] = "gap"
 
 
 @attrs.define

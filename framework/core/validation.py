@@ -98,3 +98,16 @@ def check_positive_integer(name: str, value: Any) -> int:
     if not _is_real(value) or not math.isfinite(float(value)) or float(value) != int(value) or value < 1:
         raise ValueError(f"{name} must be a positive integer; got {value!r}")
     return int(value)
+
+
+# attrs validators on the same rules, for the settings classes (configs and the fit core's settings)
+def positive(instance: Any, attribute: Any, value: Any) -> None:
+    """attrs validator: a finite number > 0 (``None`` passes: the key is optional)."""
+    if value is not None:
+        check_positive_real(attribute.name, value)
+
+
+def positive_integer(instance: Any, attribute: Any, value: Any) -> None:
+    """attrs validator: a whole number >= 1 (``None`` passes: the key is optional)."""
+    if value is not None:
+        check_positive_integer(attribute.name, value)

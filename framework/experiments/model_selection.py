@@ -26,7 +26,6 @@ from typing import Any
 import numpy as np
 from sklearn.model_selection import ParameterGrid
 
-from multikernel.config.schema import SolverConfig
 from multikernel.experiments.config import MethodSpec, evaluate_value
 from multikernel.solve.fit import (
     FittedMKL,
@@ -54,13 +53,6 @@ __all__ = [
 def method_parts(spec: MethodSpec, params: dict[str, Any]) -> Parts:
     """The parts of a ``[[methods]]`` entry at the grid point ``params`` (:func:`multikernel.solve.fit.build_parts`)."""
     return build_parts(spec.method, spec.loss, spec.regularizer, spec.solver, params)
-
-
-def _settings(config: SolverConfig | SolveSettings) -> SolveSettings:
-    if isinstance(config, SolveSettings):
-        return config
-    return SolveSettings(tol=config.tol, max_iter=config.max_iter, inner_tol=config.inner_tol,
-                         stopping=config.stopping)
 
 
 def resolve_grid(grid: dict[str, list[Any]], n_kernels: int) -> list[dict[str, Any]]:
@@ -92,9 +84,9 @@ def warm_chains(points: Sequence[dict[str, Any]]) -> list[list[int]]:
 # fitting on stacks
 # --------------------------------------------------------------------------------------------------
 def fit_point(stack: KernelStack, targets: Targets, spec: MethodSpec, params: dict[str, Any],
-              settings: SolverConfig | SolveSettings, warm: FittedMKL | None = None) -> FittedMKL:
+              settings: SolveSettings, warm: FittedMKL | None = None) -> FittedMKL:
     """Fit ``spec`` at the grid point ``params`` on a training stack, warm-started from ``warm``."""
-    return fit_mkl(stack, targets, method_parts(spec, params), _settings(settings), warm=warm, params=params)
+    return fit_mkl(stack, targets, method_parts(spec, params), settings, warm=warm, params=params)
 
 
 def subset_stack(stack: KernelStack, rows: np.ndarray, cols: np.ndarray) -> KernelStack:
@@ -118,7 +110,7 @@ def subset_stack(stack: KernelStack, rows: np.ndarray, cols: np.ndarray) -> Kern
 
 
 def cross_validate(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
-                   spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolverConfig | SolveSettings,
+                   spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
                    warm_start: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
     """Fold accuracies of every grid point, shape (n_points, n_folds), and bookkeeping.
 
@@ -130,7 +122,7 @@ def cross_validate(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.n
 
 def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
                            methods: Sequence[tuple[MethodSpec, Sequence[dict[str, Any]]]],
-                           settings: SolverConfig | SolveSettings, warm_start: bool = True,
+                           settings: SolveSettings, warm_start: bool = True,
                            guards: Sequence[Callable[[], AbstractContextManager]] | None = None
                            ) -> list[tuple[np.ndarray, dict[str, Any]]]:
     """:func:`cross_validate` for several (method, grid points) pairs on the same folds.
@@ -156,7 +148,7 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
             failed[j] = True  # until this fold's work has finished
             with guards[j]():
                 _cross_validate_fold(fold_train, fold_val, targets.subset(train), y[val], f, spec, points,
-                                     _settings(settings), warm_start, scores, info)
+                                     settings, warm_start, scores, info)
                 failed[j] = False
     return results
 
