@@ -11,6 +11,10 @@ and, depending on ``mode``:
 * mode 1: one equality ``c'a = delta`` with ``c_k = +-1`` (pairs, WSS3 of Fan, Chen and Lin 2005);
 * mode 2: ``y'a = delta`` and ``1'a = s`` (pairs inside the same class ``grp``, as libsvm's nu solver).
 
+The entry point :func:`solve` takes the kernel (a dense matrix or a row provider), the starting point,
+the problem's per-variable data (:class:`QP`) and the run options (the ``Options`` struct).  One loop,
+:func:`_solve`, runs every mode; a mode supplies its working-set selection and its step.
+
 Internally the gradient is stored as ``F_k = -c_k G_k`` (``c = 1`` in modes 0 and 2), so that the
 working-set rules read the same for every mode, and ``w_k = c_k s_k`` folds both signs into one factor.
 The kernel is read one full row at a time, either straight from the caller's dense matrix (row ``i`` of a
@@ -57,6 +61,14 @@ ctypedef struct RowCache:
     long long n_miss
 
 
+ctypedef struct Options:
+    # How the solver runs (what it solves is the QP object of ``solve``).
+    double tol            # stop when the maximal KKT violation is below tol
+    long long max_iter    # iteration limit; < 0 for none
+    bint shrinking
+    bint warm             # alpha is a warm start (shrink at once)
+
+
 ctypedef struct Problem:
     Py_ssize_t n
     int mode
@@ -84,10 +96,7 @@ ctypedef struct Problem:
     int* wgrp
     unsigned char* wst
     Py_ssize_t* keep   # after _shrink: old active position of each new active position
-    double tol
-    long long max_iter
-    int shrinking
-    int warm           # started from a given alpha
+    Options opt
     int unit_w         # w == 1 everywhere (C-SVC): skip the w factor in the hot loops
     # outputs
     long long n_iter
@@ -96,6 +105,7 @@ ctypedef struct Problem:
     int neg_curv
     int hit_max_iter
     int interrupted    # Ctrl-C seen (checked every SIGNAL_EVERY iterations, main thread only)
+    int unbounded      # a direction of non-positive curvature with no bound in the way
     int error
 
 
@@ -119,7 +129,7 @@ cdef int _signal_pending() noexcept nogil:
 
 cdef inline bint _must_stop(Problem* P) noexcept nogil:
     """Iteration limit or Ctrl-C (checked every SIGNAL_EVERY iterations): records which, for the caller."""
-    if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+    if P.opt.max_iter >= 0 and P.n_iter >= P.opt.max_iter:
         P.hit_max_iter = 1
         return True
     if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
@@ -589,7 +599,7 @@ cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int*
     cdef bint changed = False
     _sync_out(P)
     _extremes(P, m_up, m_low)
-    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.tol:
+    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.opt.tol:
         unshrunk[0] = 1
         if _reconstruct(P, Kb, C) < 0:
             return -1
@@ -637,12 +647,53 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     _ac_reset(AC, P.n, P.n)
     _sync_in(P)
     return 0
+# --------------------------------------------------------------------------------------------------
+# The hot scans over the active set.
+#
+# A row returned by _arow is read in one of three ways, fixed for a whole scan: by active position with
+# w == 1 (the C-SVC), by active position with the factor w, or gathered through act[] from a full row.
+# Each scan takes the way as an argument and is called with a literal, so that the compiler (-O3)
+# specialises it; the caller picks the way with _access.
+# --------------------------------------------------------------------------------------------------
+cdef enum:
+    ROW_UNIT = 0     # compact row, w == 1
+    ROW_DIRECT = 1   # compact row
+    ROW_GATHER = 2   # full row, entry act[t] for position t
 
 
-# The two mode-1 loops below are written without data-dependent branches except the rarely taken
-# "new best" one: which variables are in I_up / I_low and the sign of d are close to random, and
-# mispredicted branches, not arithmetic, dominated these loops.  Masked values become neutral
-# elements instead (+inf for a minimum, 0 for the gain).
+cdef inline int _access(Problem* P, ACache* AC) noexcept nogil:
+    if not _direct(P, AC):
+        return ROW_GATHER
+    return ROW_UNIT if P.unit_w else ROW_DIRECT
+
+
+cdef inline double _kw(int access, const floating* Kr, Py_ssize_t t, const Py_ssize_t* act,
+                       const double* w, double wi) noexcept nogil:
+    """w_i w_t K[i, var(t)]: the off-diagonal entry of Q (up to the c signs) for row i."""
+    if access == ROW_UNIT:
+        return Kr[t]
+    if access == ROW_DIRECT:
+        return wi * w[t] * Kr[t]
+    return wi * w[t] * Kr[act[t]]
+
+
+cdef inline double _dk(int access, const floating* Ki, const floating* Kj, double ci, double cj,
+                       Py_ssize_t t, const Py_ssize_t* act, const double* w) noexcept nogil:
+    """The change of F at position t after a step with row coefficients ci (row i) and cj (row j)."""
+    cdef Py_ssize_t r
+    if access == ROW_UNIT:
+        return ci * Ki[t] + cj * Kj[t]
+    if access == ROW_DIRECT:
+        return w[t] * (ci * Ki[t] + cj * Kj[t])
+    r = act[t]
+    return w[t] * (ci * Ki[r] + cj * Kj[r])
+
+
+# The mode-1 scans are written without data-dependent branches except the rarely taken "new best" one:
+# which variables are in I_up / I_low and the sign of d are close to random, and mispredicted branches,
+# not arithmetic, dominated these loops.  Masked values become neutral elements instead (+inf for a
+# minimum, 0 for the gain).  Four running bests (positions t = u mod 4), merged at the end, keep the
+# compare-and-select chains independent, so that the loops are bound by throughput, not latency.
 
 ctypedef struct JAcc:
     double bn       # best d^2 ...
@@ -654,7 +705,7 @@ ctypedef struct JAcc:
 
 cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, double qd, double kv,
                         double qi, double Fi) noexcept nogil:
-    """One candidate of the C-SVC fast j-scan (see _select_j_one)."""
+    """One candidate j of _select_j (kv = w_i w_j K_ij)."""
     cdef bint low = (st & ST_LOW) != 0
     cdef double fm = f if low else INFINITY
     cdef double quad = qi + qd - 2.0 * kv
@@ -663,48 +714,54 @@ cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, doubl
     a.neg = quad if quad < a.neg else a.neg
     quad = quad if quad > 0 else TAU
     d = d if (low and d > 0) else 0.0
+    # d^2/quad > bn/bd, compared without dividing
     if d * d * a.bd > a.bn * quad:
         a.bn = d * d
         a.bd = quad
         a.bj = t
 
 
-cdef Py_ssize_t _select_j_fast(Problem* P, const floating* Kr, Py_ssize_t i, double Fi,
-                               double* m_low) noexcept nogil:
-    """_select_j_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, int access,
+                                 double* m_low) noexcept nogil:
+    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0 (WSS3).
+
+    Also returns in m_low[0] the minimum of F over I_low (for the stopping test), and records negative
+    curvature.
+    """
     cdef Py_ssize_t t, u, j = -1, A = P.A, A4 = P.A - P.A % 4
     cdef double* F = P.wF
     cdef double* QD = P.wQD
+    cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
-    cdef double qi = QD[i]
-    cdef JAcc a0, a1, a2, a3
-    cdef JAcc* best
-    cdef JAcc* cand
-    a0.bn = a1.bn = a2.bn = a3.bn = 0.0
-    a0.bd = a1.bd = a2.bd = a3.bd = 1.0
-    a0.ml = a1.ml = a2.ml = a3.ml = INFINITY
-    a0.neg = a1.neg = a2.neg = a3.neg = 0.0
-    a0.bj = a1.bj = a2.bj = a3.bj = -1
-    for t in range(0, A4, 4):
-        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
-        _jstep(&a1, t + 1, F[t + 1], wst[t + 1], QD[t + 1], Kr[t + 1], qi, Fi)
-        _jstep(&a2, t + 2, F[t + 2], wst[t + 2], QD[t + 2], Kr[t + 2], qi, Fi)
-        _jstep(&a3, t + 3, F[t + 3], wst[t + 3], QD[t + 3], Kr[t + 3], qi, Fi)
-    for t in range(A4, A):
-        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
-    a0.ml = min(min(a0.ml, a1.ml), min(a2.ml, a3.ml))
-    a0.neg = min(min(a0.neg, a1.neg), min(a2.neg, a3.neg))
-    best = NULL
+    cdef Py_ssize_t* act = P.act
+    cdef double qi = QD[i], wi = w[i]
+    cdef JAcc a[4]
     for u in range(4):
-        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
-        if cand.bj >= 0 and (best == NULL or cand.bn * best.bd > best.bn * cand.bd
-                             or (cand.bn * best.bd == best.bn * cand.bd and cand.bj < best.bj)):
-            best = cand
-    if best != NULL:
-        j = best.bj
-    if a0.neg < -1e-6 * (fabs(qi) + 1e-300):
+        a[u].bn = 0.0
+        a[u].bd = 1.0
+        a[u].ml = INFINITY
+        a[u].neg = 0.0
+        a[u].bj = -1
+    for t in range(0, A4, 4):
+        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(access, Kr, t, act, w, wi), qi, Fi)
+        _jstep(&a[1], t + 1, F[t + 1], wst[t + 1], QD[t + 1], _kw(access, Kr, t + 1, act, w, wi), qi, Fi)
+        _jstep(&a[2], t + 2, F[t + 2], wst[t + 2], QD[t + 2], _kw(access, Kr, t + 2, act, w, wi), qi, Fi)
+        _jstep(&a[3], t + 3, F[t + 3], wst[t + 3], QD[t + 3], _kw(access, Kr, t + 3, act, w, wi), qi, Fi)
+    for t in range(A4, A):
+        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(access, Kr, t, act, w, wi), qi, Fi)
+    for u in range(1, 4):
+        a[0].ml = a[u].ml if a[u].ml < a[0].ml else a[0].ml
+        a[0].neg = a[u].neg if a[u].neg < a[0].neg else a[0].neg
+    # the best ratio, ties to the smallest position
+    for u in range(4):
+        if a[u].bj >= 0 and (j < 0 or a[u].bn * a[0].bd > a[0].bn * a[u].bd
+                             or (a[u].bn * a[0].bd == a[0].bn * a[u].bd and a[u].bj < j)):
+            a[0].bn = a[u].bn
+            a[0].bd = a[u].bd
+            j = a[u].bj
+    if a[0].neg < -1e-6 * (fabs(qi) + 1e-300):
         P.neg_curv = 1
-    m_low[0] = a0.ml
+    m_low[0] = a[0].ml
     m_low[1] = INFINITY
     return j
 
@@ -714,9 +771,8 @@ ctypedef struct IAcc:
     Py_ssize_t mi
 
 
-cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double ki, double kj,
-                        double ci, double cj) noexcept nogil:
-    cdef double f = F[t] - (ci * ki + cj * kj)
+cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double dF) noexcept nogil:
+    cdef double f = F[t] - dF
     cdef double v
     F[t] = f
     v = f if (wst[t] & ST_UP) else -INFINITY
@@ -725,218 +781,227 @@ cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* w
         a.mi = t
 
 
-cdef Py_ssize_t _update_fast(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                             double* Fi_out) noexcept nogil:
-    """_update_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
-    cdef Py_ssize_t t, u, A = P.A, A4 = P.A - P.A % 4
+cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                                   int access, double* Fi_out) noexcept nogil:
+    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
+    cdef Py_ssize_t t, u, i = -1, A = P.A, A4 = P.A - P.A % 4
     cdef double* F = P.wF
+    cdef double* w = P.ww
     cdef unsigned char* wst = P.wst
-    cdef IAcc a0, a1, a2, a3
-    cdef IAcc* best = NULL
-    cdef IAcc* cand
-    a0.mx = a1.mx = a2.mx = a3.mx = -INFINITY
-    a0.mi = a1.mi = a2.mi = a3.mi = -1
+    cdef Py_ssize_t* act = P.act
+    cdef double Fi = -INFINITY
+    cdef IAcc a[4]
+    for u in range(4):
+        a[u].mx = -INFINITY
+        a[u].mi = -1
     for t in range(0, A4, 4):
-        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
-        _istep(&a1, t + 1, F, wst, Ki[t + 1], Kj[t + 1], ci, cj)
-        _istep(&a2, t + 2, F, wst, Ki[t + 2], Kj[t + 2], ci, cj)
-        _istep(&a3, t + 3, F, wst, Ki[t + 3], Kj[t + 3], ci, cj)
+        _istep(&a[0], t, F, wst, _dk(access, Ki, Kj, ci, cj, t, act, w))
+        _istep(&a[1], t + 1, F, wst, _dk(access, Ki, Kj, ci, cj, t + 1, act, w))
+        _istep(&a[2], t + 2, F, wst, _dk(access, Ki, Kj, ci, cj, t + 2, act, w))
+        _istep(&a[3], t + 3, F, wst, _dk(access, Ki, Kj, ci, cj, t + 3, act, w))
     for t in range(A4, A):
-        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+        _istep(&a[0], t, F, wst, _dk(access, Ki, Kj, ci, cj, t, act, w))
     for u in range(4):
-        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
-        if cand.mi >= 0 and (best == NULL or cand.mx > best.mx or (cand.mx == best.mx and cand.mi < best.mi)):
-            best = cand
-    if best == NULL:
-        Fi_out[0] = -INFINITY
-        return -1
-    Fi_out[0] = best.mx
-    return best.mi
-
-
-cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
-                              double* m_low) noexcept nogil:
-    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0.
-
-    Four interleaved running bests (positions t = u mod 4) keep the compare-and-select chains
-    independent, so that the loop is bound by throughput instead of by their latency.
-    """
-    cdef Py_ssize_t t, t0, u, j = -1, A = P.A
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
-    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv
-    cdef double bn[4]
-    cdef double bd[4]
-    cdef double ml[4]
-    cdef double neg[4]
-    cdef Py_ssize_t bj[4]
-    cdef bint low, unit = P.unit_w
-    for u in range(4):
-        bn[u] = 0.0
-        bd[u] = 1.0
-        ml[u] = INFINITY
-        neg[u] = 0.0
-        bj[u] = -1
-    for t0 in range(0, A, 4):
-        for u in range(4):
-            t = t0 + u
-            if t < A:
-                low = (wst[t] & ST_LOW) != 0
-                f = F[t]
-                fm = f if low else INFINITY
-                ml[u] = fm if fm < ml[u] else ml[u]
-                if direct and unit:
-                    kv = 2.0 * Kr[t]
-                elif direct:
-                    kv = 2.0 * wi * w[t] * Kr[t]
-                else:
-                    kv = 2.0 * wi * w[t] * Kr[act[t]]
-                quad = qi + QD[t] - kv
-                neg[u] = quad if quad < neg[u] else neg[u]
-                quad = quad if quad > 0 else TAU
-                d = Fi - f
-                d = d if (low and d > 0) else 0.0
-                # d^2/quad > bn/bd, compared without dividing
-                if d * d * bd[u] > bn[u] * quad:
-                    bn[u] = d * d
-                    bd[u] = quad
-                    bj[u] = t
-    for u in range(1, 4):
-        if ml[u] < ml[0]:
-            ml[0] = ml[u]
-        if neg[u] < neg[0]:
-            neg[0] = neg[u]
-    for u in range(4):
-        if bj[u] >= 0 and (j < 0 or bn[u] * bd[0] > bn[0] * bd[u]
-                           or (bn[u] * bd[0] == bn[0] * bd[u] and bj[u] < j)):
-            bn[0] = bn[u]
-            bd[0] = bd[u]
-            j = bj[u]
-    if neg[0] < -1e-6 * (fabs(qi) + 1e-300):
-        P.neg_curv = 1
-    m_low[0] = ml[0]
-    m_low[1] = INFINITY
-    return j
-
-
-cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                            bint direct, double* Fi_out) noexcept nogil:
-    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up).
-
-    As in _select_j_one, four interleaved running maxima break the dependency chain.
-    """
-    cdef Py_ssize_t t, t0, u, i = -1, A = P.A, r
-    cdef double* F = P.wF
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
-    cdef double f, v, Fi = -INFINITY
-    cdef double mx[4]
-    cdef Py_ssize_t mi[4]
-    cdef bint unit = P.unit_w
-    for u in range(4):
-        mx[u] = -INFINITY
-        mi[u] = -1
-    for t0 in range(0, A, 4):
-        for u in range(4):
-            t = t0 + u
-            if t < A:
-                if direct and unit:
-                    f = F[t] - (ci * Ki[t] + cj * Kj[t])
-                elif direct:
-                    f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
-                else:
-                    r = act[t]
-                    f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
-                F[t] = f
-                v = f if (wst[t] & ST_UP) else -INFINITY
-                if v > mx[u]:
-                    mx[u] = v
-                    mi[u] = t
-    for u in range(4):
-        if mi[u] >= 0 and (i < 0 or mx[u] > Fi or (mx[u] == Fi and mi[u] < i)):
-            Fi = mx[u]
-            i = mi[u]
+        if a[u].mi >= 0 and (i < 0 or a[u].mx > Fi or (a[u].mx == Fi and a[u].mi < i)):
+            Fi = a[u].mx
+            i = a[u].mi
     Fi_out[0] = Fi
     return i
 
 
-cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3).
+cdef inline void _update_groups(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                                int access, Py_ssize_t* ig, double* Fi) noexcept nogil:
+    """Mode 2 gradient update fused with the choice of the next i of each class."""
+    cdef Py_ssize_t t
+    cdef int g
+    cdef double f
+    cdef double* F = P.wF
+    cdef unsigned char* wst = P.wst
+    for t in range(P.A):
+        f = F[t] - _dk(access, Ki, Kj, ci, cj, t, P.act, P.ww)
+        F[t] = f
+        if wst[t] & ST_UP:
+            g = P.wgrp[t]
+            if f >= Fi[g]:
+                Fi[g] = f
+                ig[g] = t
 
-    Loops run over active positions t (variable act[t]); i, j below are positions, io, jo variables.
+
+# --------------------------------------------------------------------------------------------------
+# The SMO loop: one implementation for every mode.  A mode supplies the working-set selection (which
+# also returns the KKT gap) and the step; both communicate through a WorkingSet that also carries what a
+# step leaves for the next selection pass (the pending gradient update of mode 0, the next i of the
+# pair modes, both computed in the step's own pass over the active set).
+# --------------------------------------------------------------------------------------------------
+ctypedef struct WorkingSet:
+    Py_ssize_t i           # position of the (first) variable; -1: no violating working set
+    Py_ssize_t j           # pair modes: position of the second variable
+    Py_ssize_t ig[2]       # pair modes: candidate i per class (mode 1 uses class 0)
+    double Fi[2]           # ... and its F
+    const void* Krow[2]    # pair modes: rows of the candidates i (floating*)
+    const void* Ki         # mode 0: the row of the last step, pending
+    double ci              # mode 0: its coefficient
+    int pending            # the last step left work for the next selection
+
+
+cdef inline void _pending_update(Problem* P, ACache* AC, const floating* Ki, double ci) noexcept nogil:
+    """Mode 0: F -= w * ci * K_i over the active set (the update a step leaves for the next pass)."""
+    cdef Py_ssize_t t
+    cdef bint direct = _direct(P, AC)
+    for t in range(P.A):
+        P.wF[t] -= P.ww[t] * ci * Ki[t if direct else P.act[t]]
+
+
+cdef void _settle(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
+    """Make F exact on the active set and drop the state carried between iterations.
+
+    Needed before shrinking (it reads F and moves positions) and after the last step.  ``Kb`` only
+    selects the fused type.
     """
-    cdef Py_ssize_t n = P.n, t, r, i, j, io, jo, counter
-    cdef Py_ssize_t ig[2]
-    cdef double Fi[2]
+    if W.pending and P.mode == 0:
+        _pending_update(P, AC, <const floating*> W.Ki, W.ci)
+    W.pending = 0
+
+
+cdef double _select_single(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
+    """Mode 0: the variable whose exact, clipped line minimisation decreases the objective most.
+
+    The same pass applies the pending gradient update of the last step.  Returns the KKT gap.
+    """
+    cdef Py_ssize_t t, k, i = -1
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef double best = 0.0, f, qd, step, gain, lim
+    cdef const floating* Ki = <const floating*> W.Ki
+    cdef double ci = W.ci
+    cdef bint first = not W.pending, direct = _direct(P, AC)
+    cdef unsigned char st
+    cdef Py_ssize_t* act = P.act
+    cdef double* F = P.wF
+    cdef double* QD = P.wQD
+    cdef double* w = P.ww
+    m_up[0] = m_up[1] = -INFINITY
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        if not first:
+            F[t] -= w[t] * ci * Ki[t if direct else act[t]]
+        st = P.wst[t]
+        f = F[t]
+        k = act[t]
+        if (st & ST_UP) and f > 0:
+            if f > m_up[0]:
+                m_up[0] = f
+            lim = P.up[k] - P.alpha[k]
+        elif (st & ST_LOW) and f < 0:
+            if f < m_low[0]:
+                m_low[0] = f
+            lim = P.lo[k] - P.alpha[k]
+        else:
+            continue
+        qd = QD[t]
+        if qd <= 0:
+            if qd < 0:
+                P.neg_curv = 1
+            qd = TAU
+        step = f / qd
+        if fabs(step) > fabs(lim):
+            step = lim
+        gain = step * (f - 0.5 * qd * step)
+        if gain > best:
+            best = gain
+            i = t
+    W.pending = 0
+    W.i = i
+    return _gap(P, m_up, m_low)
+
+
+cdef int _step_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W) noexcept nogil:
+    """Mode 0: move variable W.i to the minimum along its axis; the gradient update is left pending."""
+    cdef Py_ssize_t i = W.i, io = P.act[i]
+    cdef double f = P.wF[i], qd = P.wQD[i], step, lim, ai_new, db
+    cdef const floating* Ki
+    if f > 0:
+        lim = P.up[io] - P.alpha[io]
+    else:
+        lim = P.lo[io] - P.alpha[io]
+    if qd <= 0:
+        if not isfinite(lim):
+            P.unbounded = 1    # the objective decreases without end along this axis
+            return 0
+        qd = TAU
+    step = f / qd
+    if f > 0:
+        ai_new = P.up[io] if step >= lim else P.alpha[io] + step
+    else:
+        ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
+    step = ai_new - P.alpha[io]
+    Ki = _arow(P, AC, Kb, C, io)
+    if Ki == NULL:
+        return -1
+    db = _assign(P, io, ai_new)
+    P.wst[i] = P.st[io]
+    P.wF[i] -= P.D[io] * step
+    W.Ki = <const void*> Ki
+    W.ci = P.s[io] * step     # applied to F in the next pass
+    W.pending = 1
+    return _fbar_update(P, Kb, C, io, db)
+
+
+cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W,
+                      double* gap) noexcept nogil:
+    """Modes 1 and 2: i maximises F over I_up (per class in mode 2), j by the second-order rule.
+
+    Candidates j are compared as d^2/quad without dividing (bnum/bden is the best ratio so far).
+    """
+    cdef Py_ssize_t t, r, j = -1
+    cdef int g, access
     cdef double wi[2]
     cdef double qi[2]
     cdef double m_low[2]
-    cdef const floating* Krow[2]
-    cdef const floating* Ki
-    cdef const floating* Kj
-    cdef double f, d, dd, quad, bnum, bden, tau, room_i, room_j, ci, cj, gap, ai_new, aj_new, kij
-    cdef double dbi, dbj
-    cdef int g, unshrunk = 0, just_unshrunk = 0, have_i = 0
+    cdef double f, d, dd, quad, bnum = 0.0, bden = 1.0
+    cdef const floating* Kr
     cdef bint direct
     cdef unsigned char st
     cdef Py_ssize_t* act = P.act
     cdef double* F = P.wF
     cdef double* QD = P.wQD
     cdef double* w = P.ww
-    cdef int* grp = P.wgrp
-    cdef unsigned char* wst = P.wst
-    # a warm start has an exact gradient near the optimum: shrink at once instead of after
-    # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
-    while True:
-        if _must_stop(P):
-            break
-        if P.shrinking and not just_unshrunk:
-            counter -= 1
-            if counter == 0:
-                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
-                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
-                    return -1
-                have_i = 0
-        if not have_i:
-            _select_i(P, ig, Fi)
-        have_i = 0
-        direct = _direct(P, AC)
-        for g in range(2):
-            if ig[g] >= 0:
-                Krow[g] = _arow(P, AC, Kb, C, act[ig[g]])
-                if Krow[g] == NULL:
-                    return -1
-                wi[g] = w[ig[g]]
-                qi[g] = QD[ig[g]]
-        # ---- j: the second-order choice over I_low of the same group.  Candidates are compared
-        # as d^2/quad without dividing (bnum/bden is the best ratio so far).
-        m_low[0] = m_low[1] = INFINITY
-        bnum = 0.0
-        bden = 1.0
-        j = -1
-        if P.mode == 1:
-            if ig[0] >= 0 and direct and P.unit_w:
-                j = _select_j_fast(P, Krow[0], ig[0], Fi[0], m_low)
-            elif ig[0] >= 0:
-                j = _select_j_one(P, Krow[0], ig[0], Fi[0], direct, m_low)
-            else:
-                _extremes_low(P, m_low)
-        for t in range(P.A if P.mode == 2 else 0):
-            st = wst[t]
+    if not W.pending:
+        _select_i(P, W.ig, W.Fi)
+    W.pending = 0
+    direct = _direct(P, AC)
+    for g in range(2):
+        if W.ig[g] >= 0:
+            Kr = _arow(P, AC, Kb, C, act[W.ig[g]])
+            if Kr == NULL:
+                return -1
+            W.Krow[g] = <const void*> Kr
+            wi[g] = w[W.ig[g]]
+            qi[g] = QD[W.ig[g]]
+    m_low[0] = m_low[1] = INFINITY
+    if P.mode == 1:
+        Kr = <const floating*> W.Krow[0]
+        access = _access(P, AC)
+        if W.ig[0] < 0:
+            _extremes_low(P, m_low)
+        elif access == ROW_UNIT:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_UNIT, m_low)
+        elif access == ROW_DIRECT:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_DIRECT, m_low)
+        else:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_GATHER, m_low)
+    else:
+        for t in range(P.A):
+            st = P.wst[t]
             if st & ST_LOW:
-                g = grp[t]
+                g = P.wgrp[t]
                 f = F[t]
                 if f < m_low[g]:
                     m_low[g] = f
-                d = Fi[g] - f
+                d = W.Fi[g] - f
                 if d > 0:
                     r = t if direct else act[t]
-                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Krow[g][r]
+                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * (<const floating*> W.Krow[g])[r]
                     if quad <= 0:
                         if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
                             P.neg_curv = 1
@@ -946,184 +1011,113 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
                         bnum = dd
                         bden = quad
                         j = t
-        gap = _gap(P, Fi, m_low)
-        if gap < P.tol or j < 0:
-            if P.A < n:
-                if _unshrink_all(P, AC, Kb, C) < 0:
-                    return -1
-                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
-                counter = 1
-                just_unshrunk = 1
-                continue
-            break
-        just_unshrunk = 0
-        # ---- the step along d_i = c_i, d_j = -c_j (keeps every equality constraint)
-        g = grp[j]
-        i = ig[g]
-        io = act[i]
-        jo = act[j]
-        kij = Krow[g][j if direct else jo]
-        quad = QD[i] + QD[j] - 2.0 * w[i] * w[j] * kij
-        if quad <= 0:
-            quad = TAU
-        tau = (F[i] - F[j]) / quad
-        room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
-        room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
-        # land exactly on the bound that limits the step so that statuses are exact
-        if tau >= room_i or tau >= room_j:
-            if room_i <= room_j:
-                tau = room_i
-                ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
-                aj_new = P.alpha[jo] - P.c[jo] * tau
-                if room_i == room_j:
-                    aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
-            else:
-                tau = room_j
-                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
-                ai_new = P.alpha[io] + P.c[io] * tau
-        else:
-            ai_new = P.alpha[io] + P.c[io] * tau
-            aj_new = P.alpha[jo] - P.c[jo] * tau
-        Kj = _arow(P, AC, Kb, C, jo)
-        if Kj == NULL:
-            return -1
-        Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
-        if Ki == NULL:
-            return -1
-        ci = w[i] * tau
-        cj = -w[j] * tau
-        dbi = _assign(P, io, ai_new)
-        dbj = _assign(P, jo, aj_new)
-        wst[i] = P.st[io]
-        wst[j] = P.st[jo]
-        F[i] -= P.D[io] * tau
-        F[j] += P.D[jo] * tau
-        # ---- gradient update over the active set, fused with the choice of the next i
-        ig[0] = ig[1] = -1
-        Fi[0] = Fi[1] = -INFINITY
-        if P.mode == 1 and direct and P.unit_w:
-            ig[0] = _update_fast(P, Ki, Kj, ci, cj, Fi)
-        elif P.mode == 1:
-            ig[0] = _update_one(P, Ki, Kj, ci, cj, direct, Fi)
-        elif direct and P.unit_w:
-            for t in range(P.A):
-                f = F[t] - (ci * Ki[t] + cj * Kj[t])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        elif direct:
-            for t in range(P.A):
-                f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        else:
-            for t in range(P.A):
-                r = act[t]
-                f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        have_i = 1
-        P.sum_active += P.A
-        if _fbar_update(P, Kb, C, io, dbi) < 0 or _fbar_update(P, Kb, C, jo, dbj) < 0:
-            return -1
-        P.n_iter += 1
+    W.j = j
+    W.i = -1 if j < 0 else W.ig[P.wgrp[j]]
+    gap[0] = _gap(P, W.Fi, m_low)
     return 0
 
 
-cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective.
-
-    Loops run over active positions t (variable act[t]).
-    """
-    cdef Py_ssize_t n = P.n, t, k, r, i, io, counter
-    cdef double m_up[2]
-    cdef double m_low[2]
-    cdef double best, f, qd, step, gain, gap, ai_new, lim, db, ci
+cdef int _step_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W) noexcept nogil:
+    """Modes 1 and 2: the exact step along d_i = c_i, d_j = -c_j (keeps every equality constraint),
+    clipped to the box; the gradient update chooses the next i in the same pass."""
+    cdef Py_ssize_t i = W.i, j = W.j, io = P.act[i], jo = P.act[j]
+    cdef int g = P.wgrp[j], access
+    cdef double quad, tau, room_i, room_j, ai_new, aj_new, ci, cj, dbi, dbj
     cdef const floating* Ki
-    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0, first
-    cdef bint direct
-    cdef unsigned char st
-    cdef Py_ssize_t* act = P.act
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
+    cdef const floating* Kj
     cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
+    cdef double kij = (<const floating*> W.Krow[g])[j if _direct(P, AC) else jo]
+    quad = P.wQD[i] + P.wQD[j] - 2.0 * w[i] * w[j] * kij
+    room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
+    room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
+    if quad <= 0:
+        if not isfinite(room_i) and not isfinite(room_j):
+            P.unbounded = 1    # the objective decreases without end along this pair's direction
+            return 0
+        quad = TAU
+    tau = (P.wF[i] - P.wF[j]) / quad
+    # land exactly on the bound that limits the step so that statuses are exact
+    if tau >= room_i or tau >= room_j:
+        if room_i <= room_j:
+            tau = room_i
+            ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
+            aj_new = P.alpha[jo] - P.c[jo] * tau
+            if room_i == room_j:
+                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+        else:
+            tau = room_j
+            aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+            ai_new = P.alpha[io] + P.c[io] * tau
+    else:
+        ai_new = P.alpha[io] + P.c[io] * tau
+        aj_new = P.alpha[jo] - P.c[jo] * tau
+    Kj = _arow(P, AC, Kb, C, jo)
+    if Kj == NULL:
+        return -1
+    Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
+    if Ki == NULL:
+        return -1
+    ci = w[i] * tau
+    cj = -w[j] * tau
+    dbi = _assign(P, io, ai_new)
+    dbj = _assign(P, jo, aj_new)
+    P.wst[i] = P.st[io]
+    P.wst[j] = P.st[jo]
+    P.wF[i] -= P.D[io] * tau
+    P.wF[j] += P.D[jo] * tau
+    W.ig[0] = W.ig[1] = -1
+    W.Fi[0] = W.Fi[1] = -INFINITY
+    access = _access(P, AC)
+    if P.mode == 1:
+        if access == ROW_UNIT:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_UNIT, W.Fi)
+        elif access == ROW_DIRECT:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_DIRECT, W.Fi)
+        else:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_GATHER, W.Fi)
+    elif access == ROW_UNIT:
+        _update_groups(P, Ki, Kj, ci, cj, ROW_UNIT, W.ig, W.Fi)
+    elif access == ROW_DIRECT:
+        _update_groups(P, Ki, Kj, ci, cj, ROW_DIRECT, W.ig, W.Fi)
+    else:
+        _update_groups(P, Ki, Kj, ci, cj, ROW_GATHER, W.ig, W.Fi)
+    W.pending = 1
+    if _fbar_update(P, Kb, C, io, dbi) < 0:
+        return -1
+    return _fbar_update(P, Kb, C, jo, dbj)
+
+
+cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """The SMO iterations of every mode: stop checks, periodic shrinking, selection, step.
+
+    Loops run over active positions t (variable act[t]).  Ends on a KKT gap below tol on the full set,
+    no violating working set, the iteration limit, Ctrl-C, or an unbounded direction.
+    """
+    cdef Py_ssize_t n = P.n
+    cdef Py_ssize_t every = n if n < SHRINK_EVERY else SHRINK_EVERY
+    cdef int unshrunk = 0, just_unshrunk = 0, rc
+    cdef double gap = 0.0
+    cdef WorkingSet W
+    W.pending = 0
+    W.ig[0] = W.ig[1] = -1
     # a warm start has an exact gradient near the optimum: shrink at once instead of after
     # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
-    m_up[1] = -INFINITY
-    m_low[1] = INFINITY
-    i = -1
-    ci = 0.0
-    Ki = NULL
-    while True:
-        if _must_stop(P):
-            break
-        if P.shrinking and not just_unshrunk:
+    cdef Py_ssize_t counter = 1 if P.opt.warm else every
+    while not _must_stop(P):
+        if P.opt.shrinking and not just_unshrunk:
             counter -= 1
             if counter == 0:
-                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
-                if have_i:
-                    # shrinking reads F: apply the pending update of the last step first
-                    direct = _direct(P, AC)
-                    for t in range(P.A):
-                        r = t if direct else act[t]
-                        F[t] -= w[t] * ci * Ki[r]
+                counter = every
+                _settle(P, AC, &W, Kb)    # shrinking reads F and moves positions
                 if _maintain(P, AC, Kb, C, &unshrunk) < 0:
                     return -1
-                have_i = 0
-        direct = _direct(P, AC)
-        # one pass: apply the pending gradient update (when have_i) and choose the variable whose
-        # exact line minimisation decreases the objective most
-        first = not have_i
-        m_up[0] = -INFINITY
-        m_low[0] = INFINITY
-        best = 0.0
-        i = -1
-        for t in range(P.A):
-            if not first:
-                r = t if direct else act[t]
-                F[t] -= w[t] * ci * Ki[r]
-            st = wst[t]
-            f = F[t]
-            k = act[t]
-            if (st & ST_UP) and f > 0:
-                if f > m_up[0]:
-                    m_up[0] = f
-                lim = P.up[k] - P.alpha[k]
-            elif (st & ST_LOW) and f < 0:
-                if f < m_low[0]:
-                    m_low[0] = f
-                lim = P.lo[k] - P.alpha[k]
-            else:
-                continue
-            qd = QD[t]
-            if qd <= 0:
-                if qd < 0:
-                    P.neg_curv = 1
-                qd = TAU
-            step = f / qd
-            if fabs(step) > fabs(lim):
-                step = lim
-            gain = step * (f - 0.5 * qd * step)
-            if gain > best:
-                best = gain
-                i = t
-        have_i = 0
-        gap = _gap(P, m_up, m_low)
-        if gap < P.tol or i < 0:
+        if P.mode == 0:
+            gap = _select_single(P, AC, &W, Kb)
+        elif _select_pair(P, AC, Kb, C, &W, &gap) < 0:
+            return -1
+        if gap < P.opt.tol or W.i < 0:
             if P.A < n:
+                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
                 if _unshrink_all(P, AC, Kb, C) < 0:
                     return -1
                 counter = 1
@@ -1131,37 +1125,14 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
                 continue
             break
         just_unshrunk = 0
-        io = act[i]
-        f = F[i]
-        qd = QD[i]
-        if qd <= 0:
-            qd = TAU
-        step = f / qd
-        if f > 0:
-            lim = P.up[io] - P.alpha[io]
-            ai_new = P.up[io] if step >= lim else P.alpha[io] + step
-        else:
-            lim = P.lo[io] - P.alpha[io]
-            ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
-        step = ai_new - P.alpha[io]
-        Ki = _arow(P, AC, Kb, C, io)
-        if Ki == NULL:
+        rc = _step_single(P, AC, Kb, C, &W) if P.mode == 0 else _step_pair(P, AC, Kb, C, &W)
+        if rc < 0:
             return -1
-        db = _assign(P, io, ai_new)
-        wst[i] = P.st[io]
-        F[i] -= P.D[io] * step
-        ci = P.s[io] * step     # applied to F in the next pass
-        have_i = 1
+        if P.unbounded:
+            break
         P.sum_active += P.A
-        if _fbar_update(P, Kb, C, io, db) < 0:
-            return -1
         P.n_iter += 1
-    if have_i:
-        # the last step's gradient update is still pending
-        direct = _direct(P, AC)
-        for t in range(P.A):
-            r = t if direct else act[t]
-            F[t] -= w[t] * ci * Ki[r]
+    _settle(P, AC, &W, Kb)
     return 0
 
 
@@ -1173,10 +1144,7 @@ cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept 
     _unshrink_list(P)
     _ac_reset(AC, P.n, P.n)
     _sync_in(P)
-    if P.mode == 0:
-        rc = _solve_single(P, AC, Kb, C)
-    else:
-        rc = _solve_pairs(P, AC, Kb, C)
+    rc = _solve(P, AC, Kb, C)
     _sync_out(P)
     if rc < 0:
         return rc
@@ -1233,25 +1201,55 @@ cdef class _Provider:
         return self.cache.n_miss
 
 
-def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const double[::1] lo,
-          const double[::1] up, const double[::1] c, const double[::1] s, const double[::1] D,
-          const double[::1] QD, const int[::1] grp, int mode, double tol, long long max_iter, bint shrinking,
-          unsigned char[::1] active_cache, bint warm=False):
-    """Run the solver in place on ``alpha`` (already feasible).
+cdef class QP:
+    """The per-variable data of one problem, as the core reads it (see the module docstring).
 
-    ``K`` is a C-contiguous float32/float64 square matrix, or None when ``provider`` serves the rows.
-    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking
-    has started; its size bounds that cache.
-    Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter`` and ``neg_curv``.
+    Every array has length n: ``p`` linear term, ``lower``/``upper`` bounds, ``c`` equality signs (+-1),
+    ``s`` kernel signs, ``ridge`` the diagonal ``D``, ``diag`` the diagonal of ``Q`` (``K_kk + D_k``),
+    ``group`` the class (0/1) in mode 2.  ``mode`` is 0, 1 or 2.
+    """
+
+    cdef readonly int mode
+    cdef readonly Py_ssize_t n
+    cdef const double[::1] p, lo, up, c, s, D, QD
+    cdef const int[::1] grp
+
+    def __init__(self, int mode, *, const double[::1] p, const double[::1] lower, const double[::1] upper,
+                 const double[::1] c, const double[::1] s, const double[::1] ridge, const double[::1] diag,
+                 const int[::1] group):
+        if mode not in (0, 1, 2):
+            raise ValueError(f"mode must be 0, 1 or 2; got {mode}")
+        self.n = p.shape[0]
+        for name, arr in (("lower", lower), ("upper", upper), ("c", c), ("s", s), ("ridge", ridge),
+                          ("diag", diag), ("group", group)):
+            if arr.shape[0] != self.n:
+                raise ValueError(f"{name} has length {arr.shape[0]}; expected {self.n}")
+        self.mode = mode
+        self.p, self.lo, self.up, self.c, self.s, self.D, self.QD = p, lower, upper, c, s, ridge, diag
+        self.grp = group
+
+
+def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] active_cache):
+    """Run the solver in place on ``alpha`` (already feasible) for the problem ``qp``.
+
+    ``kernel`` is a C-contiguous float32/float64 square matrix, or a ``_Provider`` that serves its rows.
+    ``options`` fills the C struct ``Options`` (a mapping with ``tol``, ``max_iter`` (< 0: no limit),
+    ``shrinking`` and ``warm``, whether ``alpha`` is a warm start).  ``active_cache`` is the (reusable)
+    byte buffer of the cache of active-set rows used once shrinking has started; its size bounds that
+    cache.  Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter``, ``neg_curv``,
+    ``unbounded`` and diagnostics.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
     cdef Problem P
     cdef const double[:, ::1] K64
     cdef const float[:, ::1] K32
+    cdef _Provider provider = kernel if isinstance(kernel, _Provider) else None
     cdef RowCache* C = NULL
     cdef ACache AC
     cdef int rc = 0
-    cdef Py_ssize_t elsize = 4 if (K is not None and K.dtype == np.float32) else 8
+    cdef Py_ssize_t elsize = 4 if (provider is None and kernel.dtype == np.float32) else 8
+    if qp.n != n:
+        raise ValueError(f"alpha has length {n}; the problem has {qp.n} variables")
     ac_slot_of = np.full(n, -1, dtype=np.intp)
     ac_row_of = np.zeros(n, dtype=np.intp)
     ac_prv = np.zeros(n + 1, dtype=np.intp)
@@ -1290,24 +1288,24 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     cdef Py_ssize_t[::1] act_v = act
     cdef bint unit_w = True
     for k in range(n):
-        Fp_v[k] = -c[k] * p[k]
-        w_v[k] = c[k] * s[k]
+        Fp_v[k] = -qp.c[k] * qp.p[k]
+        w_v[k] = qp.c[k] * qp.s[k]
         if w_v[k] != 1.0:
             unit_w = False
     P.n = n
-    P.mode = mode
+    P.mode = qp.mode
     P.alpha = &alpha[0]
     P.F = &F_v[0]
     P.Fbar = &Fbar_v[0]
     P.Fp = &Fp_v[0]
-    P.QD = <double*> &QD[0]
-    P.D = <double*> &D[0]
-    P.lo = <double*> &lo[0]
-    P.up = <double*> &up[0]
-    P.c = <double*> &c[0]
-    P.s = <double*> &s[0]
+    P.QD = <double*> &qp.QD[0]
+    P.D = <double*> &qp.D[0]
+    P.lo = <double*> &qp.lo[0]
+    P.up = <double*> &qp.up[0]
+    P.c = <double*> &qp.c[0]
+    P.s = <double*> &qp.s[0]
     P.w = &w_v[0]
-    P.grp = <int*> &grp[0]
+    P.grp = <int*> &qp.grp[0]
     P.st = &st_v[0]
     P.act = &act_v[0]
     P.wF = &wF_v[0]
@@ -1317,10 +1315,7 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     P.wst = &wst_v[0]
     P.keep = &keep_v[0]
     P.A = n
-    P.tol = tol
-    P.max_iter = max_iter
-    P.shrinking = shrinking
-    P.warm = warm
+    P.opt = options
     P.unit_w = unit_w
     P.n_iter = 0
     P.sum_active = 0
@@ -1328,6 +1323,7 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
     P.neg_curv = 0
     P.hit_max_iter = 0
     P.interrupted = 0
+    P.unbounded = 0
     P.error = 0
     if provider is not None:
         C = &provider.cache
@@ -1337,19 +1333,19 @@ def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const d
             if provider.exc is not None:
                 raise provider.exc
             raise RuntimeError("the column provider failed")
-    elif K.dtype == np.float32:
-        K32 = K
+    elif kernel.dtype == np.float32:
+        K32 = kernel
         with nogil:
             rc = _run[float](&P, &AC, &K32[0, 0], C)
     else:
-        K64 = K
+        K64 = kernel
         with nogil:
             rc = _run[double](&P, &AC, &K64[0, 0], C)
     if rc < 0:
         raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
     if P.interrupted:
         raise KeyboardInterrupt(f"SMO solve interrupted after {P.n_iter} iterations")
-    G = -np.asarray(c) * F
+    G = -np.asarray(qp.c) * F
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
-            "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),
-            "active_cache_misses": int(P.ac_miss)}
+            "neg_curv": bool(P.neg_curv), "unbounded": bool(P.unbounded),
+            "mean_active": P.sum_active / max(P.n_iter, 1), "active_cache_misses": int(P.ac_miss)}

@@ -1,10 +1,12 @@
-"""Built-in sample losses: the inner problems over alpha, each solved by the SMO core.
+"""Built-in sample losses: the SVM forms of the inner problem, each solved by the SMO core.
 
 Every loss writes its inner problem as ``max_alpha L(alpha) - 1/2 coef' K coef`` over its own domain,
-with ``coef = alpha * y``.  ``solve`` returns an :class:`InnerSolution` whose ``primal_objective`` is
-the primal objective at the returned classifier (an upper bound of the inner optimum) and whose
-``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound); see :mod:`multikernel.svm` for
-how each is computed.
+with ``coef = alpha * y``: a row of :data:`multikernel.svm.SVM_FORMS`, solved by
+:func:`multikernel.svm.solve_inner`.  ``solve`` returns an :class:`InnerSolution` whose
+``primal_objective`` is the primal objective at the returned classifier (an upper bound of the inner
+optimum) and whose ``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` (a lower bound).  ``K`` is the
+combined kernel as the outer solvers pass it: a dense matrix, or a column provider
+(:class:`multikernel.smo.KernelColumns`) for a lazy stack.
 """
 
 from __future__ import annotations
@@ -13,16 +15,35 @@ import numpy as np
 
 from multikernel.hookspecs import hookimpl
 from multikernel.interfaces import InnerSolution, SampleLoss
-from multikernel.svm import solve_nu, solve_square_hinge, solve_svc, solve_svc_nobias
+from multikernel.smo import KernelColumns
+from multikernel.svm import InnerProblem, solve_inner, svm_problem
 
 
-def _check_C(C: float) -> float:
-    if not (np.isfinite(C) and C > 0):
-        raise ValueError(f"C must be a positive finite number; got {C!r}")
-    return float(C)
+class _SVMLoss(SampleLoss):
+    """A loss whose inner problem is the SVM form ``form`` (a key of :data:`multikernel.svm.SVM_FORMS`).
+
+    ``L(alpha)`` is the form's own linear term (:meth:`InnerProblem.linear_term`), so that the outer
+    loop's bound and the inner solve always agree.
+    """
+
+    form: str
+
+    def __init__(self, C: float = 1.0) -> None:
+        self.C = C
+
+    def problem(self, y: np.ndarray) -> InnerProblem:
+        """The inner problem for labels ``y`` at this loss's ``C``."""
+        return svm_problem(self.form, y, self.C)
+
+    def solve(self, K: np.ndarray | KernelColumns, y: np.ndarray, alpha0: np.ndarray | None = None,
+              tol: float = 1e-3) -> InnerSolution:
+        return solve_inner(K, self.problem(y), alpha0=alpha0, tol=tol)
+
+    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
+        return self.problem(y).linear_term(alpha)
 
 
-class CSVCLoss(SampleLoss):
+class CSVCLoss(_SVMLoss):
     """Hinge loss with bias: the C-SVC dual, ``0 <= alpha <= C``, ``y'alpha = 0``, ``L(alpha) = 1'alpha``.
 
     The primal bound is ``1/2 coef'K coef + C sum_i max(0, 1 - y_i f(x_i))`` with the solver's bias.
@@ -34,19 +55,10 @@ class CSVCLoss(SampleLoss):
     """
 
     name = "csvc"
-
-    def __init__(self, C: float = 1.0) -> None:
-        self.C = C
-
-    def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
-              tol: float = 1e-3) -> InnerSolution:
-        return solve_svc(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
-
-    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
-        return float(np.sum(alpha))
+    form = "csvc"
 
 
-class CSVCNoBiasLoss(SampleLoss):
+class CSVCNoBiasLoss(_SVMLoss):
     """Hinge loss without bias: ``0 <= alpha <= C`` and no equality, ``L(alpha) = 1'alpha``.
 
     The form derived in the Bucak thesis and used by the ranking methods; the decision function has no
@@ -59,19 +71,10 @@ class CSVCNoBiasLoss(SampleLoss):
     """
 
     name = "csvc_nobias"
-
-    def __init__(self, C: float = 1.0) -> None:
-        self.C = C
-
-    def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
-              tol: float = 1e-3) -> InnerSolution:
-        return solve_svc_nobias(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
-
-    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
-        return float(np.sum(alpha))
+    form = "csvc_nobias"
 
 
-class NuLoss(SampleLoss):
+class NuLoss(_SVMLoss):
     """The nu-form of the soft margin MKL derivations: ``1'alpha = 1``, ``y'alpha = 0``, ``0 <= alpha <= C``.
 
     ``L(alpha) = 0``: the inner problem is ``max -1/2 coef'K coef``.  The primal bound is
@@ -85,19 +88,10 @@ class NuLoss(SampleLoss):
     """
 
     name = "nu"
-
-    def __init__(self, C: float = 1.0) -> None:
-        self.C = C
-
-    def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
-              tol: float = 1e-3) -> InnerSolution:
-        return solve_nu(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
-
-    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
-        return 0.0
+    form = "nu"
 
 
-class SquareHingeLoss(SampleLoss):
+class SquareHingeLoss(_SVMLoss):
     """Square hinge loss with bias (L2-SVM): ``alpha >= 0``, ``y'alpha = 0``.
 
     Convention: the ridge belongs to the kernel-independent part, ``L(alpha) = 1'alpha -
@@ -112,16 +106,7 @@ class SquareHingeLoss(SampleLoss):
     """
 
     name = "square_hinge"
-
-    def __init__(self, C: float = 1.0) -> None:
-        self.C = C
-
-    def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None,
-              tol: float = 1e-3) -> InnerSolution:
-        return solve_square_hinge(K, y, C=_check_C(self.C), alpha0=alpha0, tol=tol)
-
-    def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
-        return float(np.sum(alpha) - alpha @ alpha / (2.0 * float(self.C)))
+    form = "square_hinge"
 
 
 @hookimpl

@@ -14,16 +14,15 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
 from multikernel.smo import StackColumns, solve_qp
-from multikernel.svm import (
-    solve_nu,
-    solve_simplex_ridge,
-    solve_square_hinge,
-    solve_svc,
-    solve_svc_nobias,
-)
+from multikernel.svm import InnerProblem, solve_inner, svm_problem
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = 1e-7
+
+
+def _svm(form, K, y, C=1.0, **kw):
+    """Solve an SVM form through the one entry point."""
+    return solve_inner(K, svm_problem(form, y, C), **kw)
 
 
 def _problem(seed: int, n: int, d: int):
@@ -104,7 +103,7 @@ def test_csvc_without_bias_matches_clarabel(seed, n, d, logC):
     rng, Z, K, y = _problem(seed, max(n, 2), d)
     n = len(y)
     C = 10**logC
-    sol = solve_svc_nobias(K, y, C=C, tol=TOL)
+    sol = _svm("csvc_nobias", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.zeros(n), -np.ones(n), np.zeros(n), np.full(n, C))
     _assert_close(-sol.dual_objective, ref)
     _assert_feasible(sol.alpha, 0.0, C)
@@ -118,7 +117,7 @@ def test_nu_form_matches_clarabel(seed, n, d, slack):
     rng, Z, K, y = _problem(seed, n, d)
     # the smallest C that keeps 1'a = 1, y'a = 0 feasible, times a slack factor
     C = slack * 0.5 / min((y > 0).sum(), (y < 0).sum())
-    sol = solve_nu(K, y, C=C, tol=TOL)
+    sol = _svm("nu", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, C), y=y, y_sum=0.0, total=1.0)
     assert abs(-sol.dual_objective - ref) <= 1e-6 * (1 + abs(ref))
     _assert_feasible(sol.alpha, 0.0, C, y=y, y_sum=0.0, total=1.0)
@@ -132,7 +131,7 @@ def test_simplex_with_ridge_matches_clarabel(seed, n, d, signed, logr):
     rng, Z, K, y = _problem(seed, max(n, 2), d)
     n = len(y)
     ridge = 10**logr * rng.uniform(0.5, 2.0, n)
-    sol = solve_simplex_ridge(K, ridge, y=y if signed else None, tol=TOL)
+    sol = solve_inner(K, InnerProblem(y=y if signed else None, signed=signed, ridge=ridge, total=1.0), tol=TOL)
     s = y if signed else np.ones(n)
     ref = _reference(Z, s, ridge, np.zeros(n), np.zeros(n), np.full(n, np.inf), total=1.0)
     _assert_close(-sol.dual_objective, ref)
@@ -145,7 +144,7 @@ def test_simplex_with_ridge_matches_clarabel(seed, n, d, signed, logr):
 def test_square_hinge_matches_clarabel(seed, n, d, logC):
     rng, Z, K, y = _problem(seed, n, d)
     C = 10**logC
-    sol = solve_square_hinge(K, y, C=C, tol=TOL)
+    sol = _svm("square_hinge", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.full(n, 1.0 / C), -np.ones(n), np.zeros(n), np.full(n, np.inf), y=y, y_sum=0.0)
     _assert_close(-sol.dual_objective, ref)
     assert sol.primal_objective >= sol.dual_objective - 1e-9 * (1 + abs(ref))
@@ -191,7 +190,7 @@ def test_csvc_matches_sklearn(C, n):
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     Kall = np.exp(-sq / 4.0)
     K, Kt, ytr = Kall[:n, :n], Kall[n:, :n], y[:n]
-    sol = solve_svc(K, ytr, C=C, tol=1e-6)
+    sol = _svm("csvc", K, ytr, C=C, tol=1e-6)
     svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, ytr)
     a = np.zeros(n)
     a[svc.support_] = np.abs(svc.dual_coef_[0])
@@ -217,16 +216,28 @@ def _rbf(n, seed=0, d=3):
     return K, y
 
 
-@pytest.mark.parametrize("solver", [solve_svc, solve_nu, solve_square_hinge])
-def test_single_class_is_an_error(solver):
+@pytest.mark.parametrize("form", ["csvc", "nu", "square_hinge"])
+def test_single_class_is_an_error(form):
     K, _ = _rbf(10)
     with pytest.raises(ValueError, match="one class"):
-        solver(K, np.ones(10))
+        _svm(form, K, np.ones(10))
+
+
+def test_unknown_form_and_bad_C_are_errors():
+    K, y = _rbf(10)
+    with pytest.raises(ValueError, match="unknown SVM form 'hinge'.*csvc"):
+        svm_problem("hinge", y, 1.0)
+    for C in (0.0, -1.0, np.inf, np.ones(3)):
+        with pytest.raises(ValueError, match="C must be a positive"):
+            svm_problem("csvc", y, C)
+    # every real number type is a valid C
+    for C in (np.float32(2.0), np.int64(2), 2):
+        assert svm_problem("csvc", y, C).upper == 2.0
 
 
 def test_single_class_without_bias_is_solved():
     K, _ = _rbf(10)
-    sol = solve_svc_nobias(K, np.ones(10), C=1.0, tol=1e-8)
+    sol = _svm("csvc_nobias", K, np.ones(10), C=1.0, tol=1e-8)
     assert (sol.alpha > 0).any()
     assert abs(sol.primal_objective - sol.dual_objective) <= 1e-5
 
@@ -235,8 +246,8 @@ def test_duplicate_points():
     K, y = _rbf(30)
     idx = np.r_[np.arange(30), np.arange(10)]
     Kd, yd = K[np.ix_(idx, idx)], y[idx]
-    sol = solve_svc(Kd, yd, C=1.0, tol=1e-7)
-    ref = solve_svc(K, y, C=1.0, tol=1e-7)
+    sol = _svm("csvc", Kd, yd, C=1.0, tol=1e-7)
+    ref = _svm("csvc", K, y, C=1.0, tol=1e-7)
     assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(sol.dual_objective))
     # duplicating points is duplicating their loss terms: not the same problem, but bounded by it
     assert sol.dual_objective >= ref.dual_objective - 1e-6
@@ -246,9 +257,9 @@ def test_rank_one_and_zero_kernels():
     n, C = 12, 0.7
     y = np.array([1.0, -1.0] * 6)
     v = np.linspace(-1, 1, n)
-    sol = solve_svc(np.outer(v, v), y, C=C, tol=1e-8)
+    sol = _svm("csvc", np.outer(v, v), y, C=C, tol=1e-8)
     assert sol.primal_objective - sol.dual_objective <= 1e-5
-    zero = solve_svc(np.zeros((n, n)), y, C=C, tol=1e-8)
+    zero = _svm("csvc", np.zeros((n, n)), y, C=C, tol=1e-8)
     # with a zero kernel the dual is linear: sum(alpha) is maximal under y'alpha = 0
     assert zero.dual_objective == pytest.approx(2 * C * 6)
 
@@ -260,14 +271,14 @@ def test_non_psd_kernel_terminates_and_warns():
     y = np.where(rng.random(20) < 0.5, 1.0, -1.0)
     y[:2] = [1, -1]
     with pytest.warns(RuntimeWarning, match="positive semi-definite"):
-        sol = solve_svc(K, y, C=1.0)
+        sol = _svm("csvc", K, y, C=1.0)
     assert np.isfinite(sol.dual_objective) and (sol.alpha >= 0).all() and (sol.alpha <= 1.0).all()
 
 
 @pytest.mark.parametrize("C", [1e-8, 1e8])
 def test_extreme_C(C):
     K, y = _rbf(40)
-    sol = solve_svc(K, y, C=C, tol=1e-6)
+    sol = _svm("csvc", K, y, C=C, tol=1e-6)
     svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, y)
     a = np.zeros(len(y))
     a[svc.support_] = np.abs(svc.dual_coef_[0])
@@ -278,7 +289,7 @@ def test_extreme_C(C):
 def test_infeasible_settings_raise():
     K, y = _rbf(10)
     with pytest.raises(ValueError, match="infeasible"):
-        solve_nu(K, y, C=1e-3)
+        _svm("nu", K, y, C=1e-3)
     with pytest.raises(ValueError, match="infeasible"):
         solve_qp(K, p=0.0, upper=0.05, total=1.0)
     with pytest.raises(ValueError, match="infeasible"):
@@ -287,12 +298,12 @@ def test_infeasible_settings_raise():
 
 def test_float32_and_fortran_order_give_the_float64_result():
     K, y = _rbf(80)
-    ref = solve_svc(K, y, C=2.0, tol=1e-6)
-    fort = solve_svc(np.asfortranarray(K), y, C=2.0, tol=1e-6)
+    ref = _svm("csvc", K, y, C=2.0, tol=1e-6)
+    fort = _svm("csvc", np.asfortranarray(K), y, C=2.0, tol=1e-6)
     np.testing.assert_array_equal(fort.alpha, ref.alpha)
     K32 = K.astype(np.float32)
-    low = solve_svc(K32, y, C=2.0, tol=1e-6)
-    low_f = solve_svc(np.asfortranarray(K32), y, C=2.0, tol=1e-6)
+    low = _svm("csvc", K32, y, C=2.0, tol=1e-6)
+    low_f = _svm("csvc", np.asfortranarray(K32), y, C=2.0, tol=1e-6)
     np.testing.assert_array_equal(low.alpha, low_f.alpha)
     assert abs(low.dual_objective - ref.dual_objective) <= 1e-5 * abs(ref.dual_objective)
 
@@ -315,14 +326,14 @@ def test_warm_start_same_optimum_fewer_iterations():
     y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.normal(size=400) > 0, 1.0, -1.0)
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     K1, K2 = np.exp(-sq / 5.0), np.exp(-sq / 10.0)
-    first = solve_svc(0.5 * K1 + 0.5 * K2, y, C=10.0, tol=1e-5)
+    first = _svm("csvc", 0.5 * K1 + 0.5 * K2, y, C=10.0, tol=1e-5)
     Kn = 0.52 * K1 + 0.48 * K2  # the kernel drifts a little, as in an MKL outer loop
-    cold = solve_svc(Kn, y, C=10.0, tol=1e-5)
-    warm = solve_svc(Kn, y, C=10.0, alpha0=first.alpha, tol=1e-5)
+    cold = _svm("csvc", Kn, y, C=10.0, tol=1e-5)
+    warm = _svm("csvc", Kn, y, C=10.0, alpha0=first.alpha, tol=1e-5)
     assert warm.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
     assert warm.n_iter < cold.n_iter
     # an infeasible warm start is projected first and still reaches the optimum
-    bad = solve_svc(Kn, y, C=10.0, alpha0=rng.uniform(-5, 20, 400), tol=1e-5)
+    bad = _svm("csvc", Kn, y, C=10.0, alpha0=rng.uniform(-5, 20, 400), tol=1e-5)
     assert bad.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
 
 
@@ -405,7 +416,7 @@ def test_fortran_input_is_read_in_place_and_threads_agree():
     assert as_symmetric_rows(K) is K
     # the solver releases the GIL and keeps its scratch buffers per thread: concurrent solves agree
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda C: solve_svc(KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
+        results = list(pool.map(lambda C: _svm("csvc", KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
     np.testing.assert_array_equal(results[0].alpha, results[2].alpha)
     np.testing.assert_array_equal(results[1].alpha, results[3].alpha)
     assert results[0].alpha.max() <= 0.5 < results[1].alpha.max()
