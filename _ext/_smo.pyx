@@ -56,7 +56,7 @@ ctypedef struct RowCache:
     Py_ssize_t* row_of           # slot -> row, -1 when empty
     unsigned long long* stamp    # last use of each slot (LRU)
     unsigned long long clock
-    PyObject* fill               # python callable fill(row, slot); raises -> error
+    PyObject* owner              # the _Provider (borrowed): _fill(row, slot), _fill_many(rows, slots)
     int error
     long long n_miss
 
@@ -154,33 +154,88 @@ cdef inline double _bound_part(double a, unsigned char st) noexcept nogil:
     return a if st & ST_BOUND else 0.0
 
 
-cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
-    cdef Py_ssize_t slot = C.slot_of[i], t
-    cdef unsigned long long oldest
-    C.clock += 1
-    if slot >= 0:
-        C.stamp[slot] = C.clock
-        return C.data + slot * C.n
-    # miss: evict the least recently used slot (linear scan; a miss costs a kernel column anyway)
-    slot = 0
-    oldest = C.stamp[0]
+cdef Py_ssize_t _cache_evict(RowCache* C) noexcept nogil:
+    """Free the least recently used slot and return it (linear scan; a miss costs a kernel column anyway)."""
+    cdef Py_ssize_t slot = 0, t
+    cdef unsigned long long oldest = C.stamp[0]
     for t in range(1, C.n_slots):
         if C.stamp[t] < oldest:
             oldest = C.stamp[t]
             slot = t
     if C.row_of[slot] >= 0:
         C.slot_of[C.row_of[slot]] = -1
+        C.row_of[slot] = -1
     C.n_miss += 1
-    with gil:
-        try:
-            (<object>C.fill)(i, slot)
-        except BaseException:
-            C.error = 1
-            return NULL
+    return slot
+
+
+cdef inline void _cache_put(RowCache* C, Py_ssize_t i, Py_ssize_t slot) noexcept nogil:
     C.row_of[slot] = i
     C.slot_of[i] = slot
     C.stamp[slot] = C.clock
+
+
+cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t slot = C.slot_of[i]
+    C.clock += 1
+    if slot >= 0:
+        C.stamp[slot] = C.clock
+        return C.data + slot * C.n
+    slot = _cache_evict(C)
+    with gil:
+        try:
+            (<object>C.owner)._fill(i, slot)
+        except BaseException:
+            C.error = 1
+            return NULL
+    _cache_put(C, i, slot)
     return C.data + slot * C.n
+
+
+cdef int _cache_prefetch(RowCache* C, const Py_ssize_t* idx, Py_ssize_t m) noexcept nogil:
+    """Bring the distinct rows idx[0:m] (m <= n_slots / 2) into the cache with one provider call.
+
+    A provider computes a block of columns much faster than the same columns one by one (one pass of
+    vectorised work instead of m Python calls): this serves the gradient builds, which read every row of
+    the support.  The rows already present are marked as used first, so that no row of the block is
+    evicted by another.
+    """
+    cdef Py_ssize_t r, slot, n_missing = 0
+    cdef Py_ssize_t* buf
+    C.clock += 1
+    for r in range(m):
+        slot = C.slot_of[idx[r]]
+        if slot >= 0:
+            C.stamp[slot] = C.clock
+        else:
+            n_missing += 1
+    if n_missing < 2:
+        return 0    # _cache_get serves a single row as well
+    buf = <Py_ssize_t*> malloc(2 * m * sizeof(Py_ssize_t))
+    if buf == NULL:
+        return -1
+    n_missing = 0
+    for r in range(m):
+        if C.slot_of[idx[r]] < 0:
+            slot = _cache_evict(C)
+            _cache_put(C, idx[r], slot)
+            buf[n_missing] = idx[r]
+            buf[m + n_missing] = slot
+            n_missing += 1
+    with gil:
+        try:
+            (<object>C.owner)._fill_many(np.array(<Py_ssize_t[:n_missing]> buf),
+                                         np.array(<Py_ssize_t[:n_missing]> (buf + m)))
+        except BaseException:
+            C.error = 1
+            for r in range(n_missing):
+                # the slots hold no valid row
+                C.slot_of[buf[r]] = -1
+                C.row_of[buf[m + r]] = -1
+            free(buf)
+            return -1
+    free(buf)
+    return 0
 
 
 cdef inline const floating* _row(const floating* Kb, RowCache* C, Py_ssize_t n,
@@ -221,8 +276,10 @@ cdef void _add_rows_parallel(Problem* P, const floating* Kb, const Py_ssize_t* i
 
 cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t* idx, const double* coef,
                    Py_ssize_t m, double* out, const Py_ssize_t* targets, Py_ssize_t n_targets) noexcept nogil:
-    """Same as _add_rows_parallel; sequential through the row cache for the provider path."""
+    """Same as _add_rows_parallel; sequential through the row cache for the provider path, whose rows
+    are fetched by blocks of half the cache."""
     cdef Py_ssize_t r, t, k, n = P.n
+    cdef Py_ssize_t chunk = 1 if C == NULL else (C.n_slots // 2 if C.n_slots >= 2 else 1)
     cdef const floating* Kr
     cdef double cr
     cdef Py_ssize_t nt = n if targets == NULL else n_targets, r0 = 0
@@ -254,6 +311,9 @@ cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t
                     out[k] -= P.w[k] * (c0 * K0[k] + c1 * K1[k] + c2 * K2[k] + c3 * K3[k])
             r0 += 4
     for r in range(r0, m):
+        if Kb == NULL and (r - r0) % chunk == 0:
+            if _cache_prefetch(C, idx + r, chunk if r + chunk <= m else m - r) < 0:
+                return -1
         Kr = _row(Kb, C, n, idx[r])
         if Kr == NULL:
             return -1
@@ -1155,20 +1215,22 @@ cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept 
 
 
 cdef class _Provider:
-    """Python-side owner of the row cache: the slots and the column callback."""
+    """Python-side owner of the row cache: the slots and the callbacks ``column(i, out)`` (one column into
+    ``out``) and ``columns(rows, out)`` (a block of columns into the rows of ``out``)."""
 
     cdef object column
+    cdef object columns
     cdef object data
     cdef object exc
-    cdef object fill_ref
     cdef RowCache cache
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] row_of
     cdef unsigned long long[::1] stamp
 
-    def __init__(self, column, Py_ssize_t n, Py_ssize_t n_slots):
+    def __init__(self, column, columns, Py_ssize_t n, Py_ssize_t n_slots):
         cdef double[:, ::1] data
         self.column = column
+        self.columns = columns
         self.exc = None
         n_slots = max(2, min(n_slots, n))
         self.data = np.empty((n_slots, n), dtype=np.float64)
@@ -1183,8 +1245,9 @@ cdef class _Provider:
         self.cache.row_of = &self.row_of[0]
         self.cache.stamp = &self.stamp[0]
         self.cache.clock = 0
-        self.fill_ref = self._fill   # keep the bound method alive: the cache holds a borrowed pointer
-        self.cache.fill = <PyObject*> self.fill_ref
+        # borrowed: the cache lives inside this object (a stored bound method would make a reference
+        # cycle, and every solve's cache would wait for the cyclic garbage collector)
+        self.cache.owner = <PyObject*> self
         self.cache.error = 0
         self.cache.n_miss = 0
 
@@ -1195,6 +1258,15 @@ cdef class _Provider:
         except BaseException as exc:
             self.exc = exc
             raise
+
+    def _fill_many(self, rows, slots):
+        block = np.empty((len(rows), self.data.shape[1]), dtype=np.float64)
+        try:
+            self.columns(rows, block)
+        except BaseException as exc:
+            self.exc = exc
+            raise
+        self.data[slots] = block
 
     @property
     def n_miss(self):

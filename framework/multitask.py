@@ -57,6 +57,9 @@ class SummedQuadForms(KernelStack):
                 ) -> np.ndarray:
         return self.stack.combine(weights, out, accumulate)
 
+    def column_provider(self, weights: np.ndarray):  # noqa: ANN201 (the wrapped stack's provider or None)
+        return self.stack.column_provider(weights)
+
     def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         v = np.atleast_2d(v)
         return np.sum([self.stack.quad_forms(row, kernels) for row in v], axis=0)

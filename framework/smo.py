@@ -91,6 +91,15 @@ class KernelColumns(abc.ABC):
     def column(self, i: int, out: np.ndarray) -> None:
         """Write column ``i`` (equal to row ``i``) into ``out``, a float64 array of shape (n,)."""
 
+    def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        """Write the columns ``idx`` into the rows of ``out``, a float64 array of shape (len(idx), n).
+
+        The solver asks for blocks when it builds a gradient from the rows of the support; a provider
+        that computes a block faster than its columns one by one overrides this.
+        """
+        for r, i in enumerate(idx):
+            self.column(int(i), out[r])
+
     @abc.abstractmethod
     def diagonal(self) -> np.ndarray:
         """The diagonal of the kernel, shape (n,)."""
@@ -105,10 +114,14 @@ class StackColumns(KernelColumns):
         Symmetric base kernels (float32 or float64; memory-mapped arrays work too).
     weights : array-like of shape (M,)
         Combination weights; kernels with a zero weight are never read.
+    cache_size : float, default=200
+        Megabytes of columns :func:`solve_qp` may cache.
     """
 
-    def __init__(self, kernels: np.ndarray | Sequence[np.ndarray], weights: np.ndarray) -> None:
+    def __init__(self, kernels: np.ndarray | Sequence[np.ndarray], weights: np.ndarray,
+                 cache_size: float = 200.0) -> None:
         self.kernels = kernels
+        self.cache_size = cache_size
         self.weights = np.asarray(weights, dtype=np.float64)
         if self.weights.shape != (len(kernels),):
             raise ValueError(f"expected {len(kernels)} weights, got shape {self.weights.shape}")
@@ -116,10 +129,13 @@ class StackColumns(KernelColumns):
         self.n = int(kernels[0].shape[0])
 
     def column(self, i: int, out: np.ndarray) -> None:
-        out[:] = 0.0
+        self.columns([i], out[None])
+
+    def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        out[...] = 0.0
         for m in self._active:
             # row i of a symmetric C-ordered kernel is its column i, and contiguous
-            out += self.weights[m] * self.kernels[m][i]
+            out += self.weights[m] * self.kernels[m][idx]
 
     def diagonal(self) -> np.ndarray:
         d = np.zeros(self.n)
@@ -368,8 +384,8 @@ def solve_qp(
         default the provider's own ``cache_size`` (200 for the built-in providers).
     active_cache : float, default=16
         Megabytes of kernel rows restricted to the active set, kept once shrinking has started (they
-        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size.
-        0 disables it.
+        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size, nor
+        than ``cache_size`` for a :class:`KernelColumns`.  0 disables it.
 
     Returns
     -------
@@ -469,14 +485,18 @@ def solve_qp(
     elif not (isinstance(max_iter, int | np.integer) and (max_iter >= 1 or max_iter == -1)):
         raise ValueError(f"max_iter must be a positive integer, -1 (no limit) or None (the default limit); "
                          f"got {max_iter!r}")
-    if provider is not None:
-        megabytes = getattr(provider, "cache_size", 200.0) if cache_size is None else cache_size
-        kernel = _smo._Provider(provider.column, n, int(megabytes * 2**20 // (8 * n)))
-    else:
-        kernel = Kd
     # the active-row cache never needs more than a fraction of the kernel's own size
     elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
     active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
+    if provider is not None:
+        megabytes = getattr(provider, "cache_size", 200.0) if cache_size is None else cache_size
+        if not (megabytes > 0):
+            raise ValueError(f"cache_size must be a positive number of megabytes; got {megabytes!r}")
+        kernel = _smo._Provider(provider.column, provider.columns, n, int(megabytes * 2**20 // (8 * n)))
+        # a kernel served by columns is one whose memory must stay within its cache
+        active_bytes = min(active_bytes, int(megabytes * 2**20))
+    else:
+        kernel = Kd
     qp = _smo.QP(mode, p=pv, lower=lo, upper=up, c=c, s=s, ridge=D, diag=QD, group=grp)
     options = {"tol": float(tol), "max_iter": int(max_iter), "shrinking": bool(shrinking),
                "warm": alpha0 is not None}
