@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
-from multikernel.smo import StackColumns, solve_qp
+from multikernel.plugins.losses import CSVCLoss, SquareHingeLoss
+from multikernel.smo import StackColumns, default_max_iter, solve_qp
+from multikernel.stack import check_kernel_matrices
 from multikernel.svm import InnerProblem, solve_inner, svm_problem
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -176,6 +178,58 @@ def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
                     tol=TOL, alpha0=rng.normal(size=n) * 3)
     _assert_close(warm.objective, ref)
     _assert_feasible(warm.alpha, lo, up, y=y, y_sum=y_sum, total=total)
+
+
+@SETTINGS
+@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
+       equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
+def test_general_inner_problem_is_certified(seed, n, d, equality, signed):
+    """solve_inner on random general data (the form later inner problems use): its dual objective is the
+    optimum of Clarabel, and its generic primal bound is above it and closes the gap."""
+    rng, Z, K, y = _problem(seed, n, d)
+    p = rng.normal(size=n)
+    lo = rng.uniform(-1.0, 0.5, n)
+    ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
+    # a few unbounded variables, which need a ridge
+    up = np.where((rng.random(n) < 0.3) & (ridge > 0), np.inf, lo + rng.uniform(0.0, 2.0, n))
+    feasible = np.where(np.isinf(up), lo + 1.0, rng.uniform(lo, np.where(np.isinf(up), lo, up)))
+    y_sum = float(y @ feasible) if equality in ("y", "both") else None
+    total = float(feasible.sum()) if equality in ("ones", "both") else None
+    problem = InnerProblem(y=y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total)
+    sol = solve_inner(K, problem, tol=TOL)
+    s = y if signed else np.ones(n)
+    optimum = -_reference(Z, s, ridge, p, lo, up, y=y, y_sum=y_sum, total=total)
+    _assert_close(sol.dual_objective, optimum)
+    assert sol.primal_objective >= optimum - 1e-7 * (1 + abs(optimum))
+    assert sol.primal_objective - sol.dual_objective <= 1e-5 * (1 + abs(optimum))
+    np.testing.assert_allclose(sol.coef, s * sol.alpha)
+    assert sol.dual_objective == pytest.approx(problem.linear_term(sol.alpha) - 0.5 * sol.coef @ K @ sol.coef,
+                                               rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("form", ["csvc", "csvc_nobias", "nu", "square_hinge"])
+def test_svm_forms_certify_with_their_primal_objective(form):
+    """The generic bound of solve_inner is, for each SVM form, that form's primal objective at the returned
+    classifier, written here from the kernel independently."""
+    K, y = _rbf(50, seed=11)
+    C = 0.3 if form == "nu" else 2.0
+    sol = _svm(form, K, y, C=C, tol=1e-6)
+    f = K @ sol.coef + sol.bias
+    q = sol.coef @ K @ sol.coef
+    if form == "nu":
+        # the margin rho is the one of the solver: the mean of y f over the free variables
+        free = (sol.alpha > 1e-12) & (sol.alpha < C - 1e-12)
+        rho = float(np.mean(y[free] * f[free]))
+        primal = 0.5 * q - rho + C * np.maximum(0, rho - y * f).sum()
+        tol = 1e-6
+    elif form == "square_hinge":
+        primal = 0.5 * q + 0.5 * C * (np.maximum(0, 1 - y * f) ** 2).sum()
+        tol = 1e-9
+    else:
+        primal = 0.5 * q + C * np.maximum(0, 1 - y * f).sum()
+        tol = 1e-9
+    assert sol.primal_objective == pytest.approx(primal, rel=tol)
+    assert sol.bias == 0.0 if form == "csvc_nobias" else sol.bias != 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -365,6 +419,66 @@ def test_shrinking_does_not_change_the_optimum():
     assert simplex.objective == pytest.approx(simplex_off.objective, rel=1e-6)
     assert max(on.kkt_violation, nob.kkt_violation) <= 1e-6
     assert max(nu.kkt_violation, simplex.kkt_violation) <= 1e-8
+
+
+# --------------------------------------------------------------------------------------------------
+# Termination on kernels that break the assumptions (user defect: fit ran forever)
+# --------------------------------------------------------------------------------------------------
+def _asymmetric(n=8, seed=0):
+    """A kernel far from symmetric, on which SMO cycles (checked: it never converges)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))
+    return K + 0.5 * rng.normal(size=(n, n)), y
+
+
+def test_default_iteration_limit_is_libsvms():
+    assert default_max_iter(20) == 10_000_000
+    assert default_max_iter(10**6) == 100 * 10**6
+    K, y = _rbf(10)
+    for bad in (0, -2, 2.5, "10"):
+        with pytest.raises(ValueError, match="max_iter must be"):
+            solve_qp(K, y, p=-1.0, upper=1.0, y_sum=0.0, max_iter=bad)
+
+
+def test_asymmetric_kernel_stops_at_the_default_limit_with_advice():
+    A, y = _asymmetric()
+    advice = r"iteration limit \(max_iter=10000000\).*not symmetric.*check_kernel_matrices"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the asymmetric matrix is also indefinite
+        with pytest.warns(ConvergenceWarning, match=advice):
+            res = solve_qp(A, y, p=-1.0, upper=10.0, y_sum=0.0)
+        assert not res.converged and res.n_iter == default_max_iter(len(y))
+        with pytest.warns(ConvergenceWarning, match=advice):
+            sol = CSVCLoss(C=10.0).solve(A, y)
+        assert np.isfinite(sol.dual_objective) and (0 <= sol.alpha).all() and (sol.alpha <= 10.0).all()
+        # the check for precomputed kernels symmetrizes it, and the same problem then converges
+        with pytest.warns(UserWarning) as record:
+            As = check_kernel_matrices(A)
+        assert any("not symmetric" in str(w.message) for w in record)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            assert solve_qp(As, y, p=-1.0, upper=10.0, y_sum=0.0).converged
+
+
+def test_indefinite_kernel_terminates():
+    A, y = _asymmetric(n=20)
+    S = (A + A.T) / 2
+    assert np.linalg.eigvalsh(S).min() < -1.0
+    # bounded variables: the curvature floor keeps every step finite, the solve converges
+    with pytest.warns(RuntimeWarning, match="not positive semi-definite"):
+        res = solve_qp(S, y, p=-1.0, upper=10.0, y_sum=0.0)
+    assert res.converged and res.kkt_violation <= 1e-3
+    with pytest.warns(RuntimeWarning, match="not positive semi-definite"):
+        sol = CSVCLoss(C=10.0).solve(S, y)
+    assert np.isfinite(sol.primal_objective)
+    # unbounded variables (the square hinge): the objective has no minimum; the solver says so at once
+    with pytest.raises(ValueError, match="unbounded below.*indefinite"):
+        solve_qp(S, y, p=-1.0, upper=np.inf, ridge=0.01, y_sum=0.0)
+    with pytest.raises(ValueError, match="unbounded below"):
+        SquareHingeLoss(C=100.0).solve(S, y)
 
 
 # --------------------------------------------------------------------------------------------------
