@@ -29,6 +29,7 @@ from cython cimport floating
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 import numpy as np
 
@@ -335,16 +336,13 @@ cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept no
     is read once: after a warm start most of the support is often at a bound.
     """
     cdef Py_ssize_t n = P.n, k, m_free = 0, m_bound = 0
-    cdef Py_ssize_t* idx_free = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* idx_bound = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef double* c_free = <double*> malloc(n * sizeof(double))
-    cdef double* c_bound = <double*> malloc(n * sizeof(double))
+    # one work buffer: two index lists, then their two coefficient lists (8-byte items: aligned)
+    cdef Py_ssize_t* idx_free = <Py_ssize_t*> malloc(2 * n * (sizeof(Py_ssize_t) + sizeof(double)))
+    cdef Py_ssize_t* idx_bound = idx_free + n
+    cdef double* c_free = <double*> (idx_free + 2 * n)
+    cdef double* c_bound = c_free + n
     cdef int rc = 0
-    if idx_free == NULL or idx_bound == NULL or c_free == NULL or c_bound == NULL:
-        free(idx_free)
-        free(idx_bound)
-        free(c_free)
-        free(c_bound)
+    if idx_free == NULL:
         return -1
     for k in range(n):
         P.Fbar[k] = 0.0
@@ -366,32 +364,26 @@ cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept no
     if rc == 0:
         rc = _add_rows(P, Kb, C, idx_free, c_free, m_free, P.F, NULL, 0)
     free(idx_free)
-    free(idx_bound)
-    free(c_free)
-    free(c_bound)
     return rc
 
 
 cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
     """Recompute F on the inactive variables from Fbar and the free (hence active) variables."""
     cdef Py_ssize_t n = P.n, k, t, m_free = 0, n_inact = 0
-    cdef unsigned char* is_act
     cdef Py_ssize_t* free_idx
     cdef Py_ssize_t* inact
     cdef double* coef
+    cdef unsigned char* is_act
     cdef int rc = 0
     if P.A == n:
         return 0
-    is_act = <unsigned char*> malloc(n)
-    free_idx = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    inact = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    coef = <double*> malloc(n * sizeof(double))
-    if is_act == NULL or free_idx == NULL or inact == NULL or coef == NULL:
-        free(is_act)
-        free(free_idx)
-        free(inact)
-        free(coef)
+    # one work buffer: two index lists, the coefficients, then the flags (8-byte items first: aligned)
+    free_idx = <Py_ssize_t*> malloc(n * (2 * sizeof(Py_ssize_t) + sizeof(double) + 1))
+    if free_idx == NULL:
         return -1
+    inact = free_idx + n
+    coef = <double*> (free_idx + 2 * n)
+    is_act = <unsigned char*> (coef + n)
     for k in range(n):
         is_act[k] = 0
     for t in range(P.A):
@@ -407,10 +399,7 @@ cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogi
             n_inact += 1
             P.F[k] = P.Fbar[k] + P.Fp[k]
     rc = _add_rows(P, Kb, C, free_idx, coef, m_free, P.F, inact, n_inact)
-    free(is_act)
     free(free_idx)
-    free(inact)
-    free(coef)
     return rc
 
 
@@ -467,17 +456,22 @@ ctypedef struct ACache:
     int enabled
 
 
-cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
-    cdef Py_ssize_t t
-    for t in range(AC.n_used):
-        AC.slot_of[AC.row_of[t]] = -1
-    AC.n_used = 0
+cdef void _ac_layout(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    """Slots of A entries (the active size) in the buffer; the cache serves only while A < n."""
     AC.stride = A if A > 0 else 1
     AC.n_slots = AC.capacity // AC.stride
     if AC.n_slots > n:
         AC.n_slots = n
     # at most three rows are held at once (two i rows in mode 2, plus j)
     AC.enabled = A < n and AC.n_slots >= 4
+
+
+cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(AC.n_used):
+        AC.slot_of[AC.row_of[t]] = -1
+    AC.n_used = 0
+    _ac_layout(AC, n, A)
     AC.prv[n] = n
     AC.nxt[n] = n
 
@@ -500,11 +494,7 @@ cdef void _ac_compact(ACache* AC, floating* data, Py_ssize_t n, const Py_ssize_t
         dst = data + s * A
         for t in range(A):
             dst[t] = src[keep[t]]
-    AC.stride = A if A > 0 else 1
-    AC.n_slots = AC.capacity // AC.stride
-    if AC.n_slots > n:
-        AC.n_slots = n
-    AC.enabled = A < n and AC.n_slots >= 4
+    _ac_layout(AC, n, A)
 
 
 cdef inline void _ac_unlink(ACache* AC, Py_ssize_t s) noexcept nogil:
@@ -1319,84 +1309,52 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
     cdef RowCache* C = NULL
     cdef ACache AC
     cdef int rc = 0
-    cdef Py_ssize_t elsize = 4 if (provider is None and kernel.dtype == np.float32) else 8
     if qp.n != n:
         raise ValueError(f"alpha has length {n}; the problem has {qp.n} variables")
-    ac_slot_of = np.full(n, -1, dtype=np.intp)
-    ac_row_of = np.zeros(n, dtype=np.intp)
-    ac_prv = np.zeros(n + 1, dtype=np.intp)
-    ac_nxt = np.zeros(n + 1, dtype=np.intp)
-    cdef Py_ssize_t[::1] ac_slot_of_v = ac_slot_of, ac_row_of_v = ac_row_of, ac_prv_v = ac_prv
-    cdef Py_ssize_t[::1] ac_nxt_v = ac_nxt
+    # O(n) work arrays, grouped by type
+    work = np.empty((7, n), dtype=np.float64)      # F, Fbar, Fp, w, wF, wQD, ww
+    index = np.empty((6, n + 1), dtype=np.intp)    # act, keep, active-cache slot_of, row_of, prv, nxt
+    flags = np.empty((2, n), dtype=np.uint8)       # st, wst
+    wgrp = np.empty(n, dtype=np.intc)
+    cdef double[:, ::1] dv = work
+    cdef Py_ssize_t[:, ::1] iv = index
+    cdef unsigned char[:, ::1] fv = flags
+    cdef int[::1] gv = wgrp
+    memset(&AC, 0, sizeof(AC))
     AC.data = <void*> &active_cache[0]
     # the buffer comes from numpy, aligned for doubles
-    AC.capacity = active_cache.shape[0] // elsize
+    AC.capacity = active_cache.shape[0] // (4 if (provider is None and kernel.dtype == np.float32) else 8)
     AC.stride = 1
-    AC.n_slots = 0
-    AC.n_used = 0
-    AC.slot_of = &ac_slot_of_v[0]
-    AC.row_of = &ac_row_of_v[0]
-    AC.prv = &ac_prv_v[0]
-    AC.nxt = &ac_nxt_v[0]
-    AC.enabled = 0
-    F = np.empty(n, dtype=np.float64)
-    Fbar = np.empty(n, dtype=np.float64)
-    Fp = np.empty(n, dtype=np.float64)
-    w = np.empty(n, dtype=np.float64)
-    st = np.empty(n, dtype=np.uint8)
-    act = np.empty(n, dtype=np.intp)
-    wF = np.empty(n, dtype=np.float64)
-    wQD = np.empty(n, dtype=np.float64)
-    ww = np.empty(n, dtype=np.float64)
-    wgrp = np.empty(n, dtype=np.intc)
-    wst = np.empty(n, dtype=np.uint8)
-    keep = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] keep_v = keep
-    cdef double[::1] wF_v = wF, wQD_v = wQD, ww_v = ww
-    cdef int[::1] wgrp_v = wgrp
-    cdef unsigned char[::1] wst_v = wst
-    cdef double[::1] F_v = F, Fbar_v = Fbar, Fp_v = Fp, w_v = w
-    cdef unsigned char[::1] st_v = st
-    cdef Py_ssize_t[::1] act_v = act
-    cdef bint unit_w = True
+    AC.slot_of = &iv[2, 0]
+    AC.row_of = &iv[3, 0]
+    AC.prv = &iv[4, 0]
+    AC.nxt = &iv[5, 0]
     for k in range(n):
-        Fp_v[k] = -qp.c[k] * qp.p[k]
-        w_v[k] = qp.c[k] * qp.s[k]
-        if w_v[k] != 1.0:
-            unit_w = False
+        AC.slot_of[k] = -1
+    memset(&P, 0, sizeof(P))
     P.n = n
+    P.A = n
     P.mode = qp.mode
+    P.opt = options
     P.alpha = &alpha[0]
-    P.F = &F_v[0]
-    P.Fbar = &Fbar_v[0]
-    P.Fp = &Fp_v[0]
+    P.F, P.Fbar, P.Fp, P.w = &dv[0, 0], &dv[1, 0], &dv[2, 0], &dv[3, 0]
+    P.wF, P.wQD, P.ww = &dv[4, 0], &dv[5, 0], &dv[6, 0]
+    P.act, P.keep = &iv[0, 0], &iv[1, 0]
+    P.st, P.wst = &fv[0, 0], &fv[1, 0]
+    P.wgrp = &gv[0]
     P.QD = <double*> &qp.QD[0]
     P.D = <double*> &qp.D[0]
     P.lo = <double*> &qp.lo[0]
     P.up = <double*> &qp.up[0]
     P.c = <double*> &qp.c[0]
     P.s = <double*> &qp.s[0]
-    P.w = &w_v[0]
     P.grp = <int*> &qp.grp[0]
-    P.st = &st_v[0]
-    P.act = &act_v[0]
-    P.wF = &wF_v[0]
-    P.wQD = &wQD_v[0]
-    P.ww = &ww_v[0]
-    P.wgrp = &wgrp_v[0]
-    P.wst = &wst_v[0]
-    P.keep = &keep_v[0]
-    P.A = n
-    P.opt = options
-    P.unit_w = unit_w
-    P.n_iter = 0
-    P.sum_active = 0
-    P.ac_miss = 0
-    P.neg_curv = 0
-    P.hit_max_iter = 0
-    P.interrupted = 0
-    P.unbounded = 0
-    P.error = 0
+    P.unit_w = True
+    for k in range(n):
+        P.Fp[k] = -qp.c[k] * qp.p[k]
+        P.w[k] = qp.c[k] * qp.s[k]
+        if P.w[k] != 1.0:
+            P.unit_w = False
     if provider is not None:
         C = &provider.cache
         with nogil:
@@ -1417,7 +1375,7 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
         raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
     if P.interrupted:
         raise KeyboardInterrupt(f"SMO solve interrupted after {P.n_iter} iterations")
-    G = -np.asarray(qp.c) * F
+    G = -np.asarray(qp.c) * work[0]
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
             "neg_curv": bool(P.neg_curv), "unbounded": bool(P.unbounded),
             "mean_active": P.sum_active / max(P.n_iter, 1), "active_cache_misses": int(P.ac_miss)}

@@ -18,6 +18,7 @@ from multikernel.memory import (
     parse_bytes,
 )
 from multikernel.normalization import NORMALIZATIONS, Normalization
+from multikernel.smo import check_cache_size
 from multikernel.stack import DenseStack, KernelStack, LazyStack, MemmapStack
 
 __all__ = ["KernelSet", "NORMALIZATIONS", "BACKENDS"]
@@ -72,9 +73,7 @@ class KernelSet:
         self.memory_budget = memory_budget
         self.memmap_dir = memmap_dir
         self.block_size = block_size
-        if not (isinstance(cache_size, int | float | np.integer | np.floating) and np.isfinite(cache_size)
-                and cache_size > 0):
-            raise ValueError(f"cache_size must be a positive number of megabytes; got {cache_size!r}")
+        check_cache_size(cache_size)
         self.cache_size = cache_size
 
     # ---------------------------------------------------------------------------------------------

@@ -26,7 +26,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from multikernel._ext import _smo
 
-__all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows"]
+__all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows", "check_cache_size",
+           "default_max_iter"]
 
 _NEG_CURVATURE_WARNING = (
     "the kernel is not positive semi-definite (negative curvature met during SMO); the solver used "
@@ -142,6 +143,14 @@ class StackColumns(KernelColumns):
         for m in self._active:
             d += self.weights[m] * np.diagonal(self.kernels[m])
         return d
+
+
+def check_cache_size(cache_size: float) -> float:
+    """``cache_size`` as a float, or a ``ValueError``: megabytes of kernel columns, positive and finite."""
+    if isinstance(cache_size, bool) or not isinstance(cache_size, int | float | np.integer | np.floating) \
+            or not (math.isfinite(cache_size) and cache_size > 0):
+        raise ValueError(f"cache_size must be a positive number of megabytes; got {cache_size!r}")
+    return float(cache_size)
 
 
 def as_symmetric_rows(K: np.ndarray) -> np.ndarray:
@@ -489,9 +498,7 @@ def solve_qp(
     elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
     active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
     if provider is not None:
-        megabytes = getattr(provider, "cache_size", 200.0) if cache_size is None else cache_size
-        if not (megabytes > 0):
-            raise ValueError(f"cache_size must be a positive number of megabytes; got {megabytes!r}")
+        megabytes = check_cache_size(getattr(provider, "cache_size", 200.0) if cache_size is None else cache_size)
         kernel = _smo._Provider(provider.column, provider.columns, n, int(megabytes * 2**20 // (8 * n)))
         # a kernel served by columns is one whose memory must stay within its cache
         active_bytes = min(active_bytes, int(megabytes * 2**20))

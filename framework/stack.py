@@ -25,7 +25,7 @@ from multikernel._blocks import group_builders, raw_blocks
 from multikernel._ext import _stack
 from multikernel.interfaces import KernelBuilder
 from multikernel.normalization import Normalization
-from multikernel.smo import KernelColumns
+from multikernel.smo import KernelColumns, check_cache_size
 
 __all__ = ["KernelStack", "DenseStack", "MemmapStack", "LazyStack", "LazyColumns", "check_kernel_matrices"]
 
@@ -249,6 +249,11 @@ class KernelStack:
         the stored kernels.  Indices (or boolean masks) refer to this stack's rows and columns."""
         raise NotImplementedError
 
+    def _subset_index(self, rows, cols) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`subset`'s arguments as index arrays into this stack's rows and columns."""
+        r = _index(rows, self.n_rows, "rows")
+        return r, (r if cols is None else _index(cols, self.n_cols, "columns"))
+
     def to_array(self) -> np.ndarray:
         """All kernels as one float64 array (M, n_rows, n_cols) (for tests and small stacks)."""
         return np.stack([np.asarray(self.kernel(m), dtype=np.float64) for m in range(self.n_kernels)])
@@ -371,8 +376,7 @@ class DenseStack(KernelStack):
         return out
 
     def subset(self, rows, cols=None) -> DenseStack:
-        r = _index(rows, self.n_rows, "rows")
-        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        r, c = self._subset_index(rows, cols)
         base_rows, base_cols = self._rc()
         self._stored_symmetric()  # checked once here, not once per view
         return type(self)._view(self, base_rows[r], base_cols[c])
@@ -471,8 +475,6 @@ class LazyStack(KernelStack):
                  n_train: int, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
                  block_bytes: int = 256 * 2**20, dtype: np.dtype | str = "float64",
                  cache_size: float = 200.0) -> None:
-        if not (np.isfinite(cache_size) and cache_size > 0):
-            raise ValueError(f"cache_size must be a positive number of megabytes; got {cache_size!r}")
         self.builders = list(builders)
         self.X = X
         self.normalization = normalization
@@ -482,7 +484,7 @@ class LazyStack(KernelStack):
         self._all_cols = cols is None
         self.block_bytes = int(block_bytes)
         self._dtype = np.dtype(dtype)
-        self.cache_size = float(cache_size)
+        self.cache_size = check_cache_size(cache_size)
         self.n_kernels = len(self.builders)
         self.n_rows, self.n_cols = len(self._rows), len(self._cols)
         self._diag: np.ndarray | None = None
@@ -572,8 +574,7 @@ class LazyStack(KernelStack):
         return out
 
     def subset(self, rows, cols=None) -> LazyStack:
-        r = _index(rows, self.n_rows, "rows")
-        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        r, c = self._subset_index(rows, cols)
         return LazyStack(self.builders, self.X, self.normalization, self.n_train, self._rows[r],
                          self._cols[c], self.block_bytes, self._dtype, self.cache_size)
 

@@ -24,6 +24,11 @@ class _SVMLoss(SampleLoss):
 
     ``L(alpha)`` is the form's own linear term (:meth:`InnerProblem.linear_term`), so that the outer
     loop's bound and the inner solve always agree.
+
+    Parameters
+    ----------
+    C : float or ndarray of shape (n_samples,), default=1.0
+        The cost of the form (a positive number, or one per sample).
     """
 
     form: str
@@ -47,11 +52,7 @@ class CSVCLoss(_SVMLoss):
     """Hinge loss with bias: the C-SVC dual, ``0 <= alpha <= C``, ``y'alpha = 0``, ``L(alpha) = 1'alpha``.
 
     The primal bound is ``1/2 coef'K coef + C sum_i max(0, 1 - y_i f(x_i))`` with the solver's bias.
-
-    Parameters
-    ----------
-    C : float, default=1.0
-        Misclassification cost; must be positive.
+    ``C`` (positive, default 1) is the misclassification cost.
     """
 
     name = "csvc"
@@ -62,12 +63,8 @@ class CSVCNoBiasLoss(_SVMLoss):
     """Hinge loss without bias: ``0 <= alpha <= C`` and no equality, ``L(alpha) = 1'alpha``.
 
     The form derived in the Bucak thesis and used by the ranking methods; the decision function has no
-    offset.  The primal bound is ``1/2 coef'K coef + C sum_i max(0, 1 - y_i (K coef)_i)``.
-
-    Parameters
-    ----------
-    C : float, default=1.0
-        Misclassification cost; must be positive.
+    offset.  The primal bound is ``1/2 coef'K coef + C sum_i max(0, 1 - y_i (K coef)_i)``.  ``C``
+    (positive, default 1) is the misclassification cost.
     """
 
     name = "csvc_nobias"
@@ -79,12 +76,8 @@ class NuLoss(_SVMLoss):
 
     ``L(alpha) = 0``: the inner problem is ``max -1/2 coef'K coef``.  The primal bound is
     ``1/2 coef'K coef - rho + C sum_i max(0, rho - y_i f(x_i))`` with the solver's bias and margin
-    ``rho``.  Feasible when ``C * n_+ >= 1/2`` and ``C * n_- >= 1/2``; ``C >= 1`` never binds.
-
-    Parameters
-    ----------
-    C : float, default=1.0
-        Upper bound of each ``alpha_i``.
+    ``rho``.  ``C`` (positive, default 1) is the upper bound of each ``alpha_i``: feasible when
+    ``C * n_+ >= 1/2`` and ``C * n_- >= 1/2``; ``C >= 1`` never binds.
     """
 
     name = "nu"
@@ -97,12 +90,8 @@ class SquareHingeLoss(_SVMLoss):
     Convention: the ridge belongs to the kernel-independent part, ``L(alpha) = 1'alpha -
     alpha'alpha/(2C)``, so the inner problem is ``max L(alpha) - 1/2 coef'K coef`` and the outer
     loop's ``q_m`` are the plain ``coef'K_m coef``.  The primal bound is
-    ``1/2 coef'K coef + C/2 sum_i max(0, 1 - y_i f(x_i))^2``.
-
-    Parameters
-    ----------
-    C : float, default=1.0
-        Misclassification cost; must be positive.
+    ``1/2 coef'K coef + C/2 sum_i max(0, 1 - y_i f(x_i))^2``.  ``C`` (positive, default 1) is the
+    misclassification cost.
     """
 
     name = "square_hinge"

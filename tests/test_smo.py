@@ -153,52 +153,53 @@ def test_square_hinge_matches_clarabel(seed, n, d, logC):
     assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(ref))
 
 
-@SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
-       equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
-def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
-    """Random linear term, bounds (some negative, some equal), ridge and right-hand sides."""
+def _general(seed, n, d, equality):
+    """Random linear term, bounds (some negative, some equal, a few infinite with a ridge), ridge and
+    right-hand sides taken from a point of the box."""
     rng, Z, K, y = _problem(seed, n, d)
     p = rng.normal(size=n)
     lo = rng.uniform(-1.0, 0.5, n)
+    ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
     up = lo + rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.9)
-    ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
-    feasible = rng.uniform(lo, up)  # right-hand sides taken from a point of the box
-    y_sum = float(y @ feasible) if equality in ("y", "both") else None
-    total = float(feasible.sum()) if equality in ("ones", "both") else None
-    res = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
-                   tol=TOL)
-    s = y if signed else np.ones(n)
-    ref = _reference(Z, s, ridge, p, lo, up, y=y, y_sum=y_sum, total=total)
-    _assert_close(res.objective, ref)
-    _assert_feasible(res.alpha, lo, up, y=y, y_sum=y_sum, total=total)
-    assert res.kkt_violation <= TOL
-    # a warm start anywhere (infeasible too) is projected and reaches the same optimum
-    warm = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
-                    tol=TOL, alpha0=rng.normal(size=n) * 3)
-    _assert_close(warm.objective, ref)
-    _assert_feasible(warm.alpha, lo, up, y=y, y_sum=y_sum, total=total)
-
-
-@SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
-       equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
-def test_general_inner_problem_is_certified(seed, n, d, equality, signed):
-    """solve_inner on random general data (the form later inner problems use): its dual objective is the
-    optimum of Clarabel, and its generic primal bound is above it and closes the gap."""
-    rng, Z, K, y = _problem(seed, n, d)
-    p = rng.normal(size=n)
-    lo = rng.uniform(-1.0, 0.5, n)
-    ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
-    # a few unbounded variables, which need a ridge
-    up = np.where((rng.random(n) < 0.3) & (ridge > 0), np.inf, lo + rng.uniform(0.0, 2.0, n))
+    up[(rng.random(n) < 0.2) & (ridge > 0)] = np.inf
     feasible = np.where(np.isinf(up), lo + 1.0, rng.uniform(lo, np.where(np.isinf(up), lo, up)))
     y_sum = float(y @ feasible) if equality in ("y", "both") else None
     total = float(feasible.sum()) if equality in ("ones", "both") else None
-    problem = InnerProblem(y=y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total)
+    return rng, Z, K, y, dict(p=p, lower=lo, upper=up, ridge=ridge, y_sum=y_sum, total=total)
+
+
+GENERAL = given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
+                equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
+
+
+@SETTINGS
+@GENERAL
+def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
+    rng, Z, K, y, qp = _general(seed, n, d, equality)
+    lo, up, eq = qp["lower"], qp["upper"], dict(y=y, y_sum=qp["y_sum"], total=qp["total"])
+    res = solve_qp(K, y, signed=signed, tol=TOL, **qp)
+    s = y if signed else np.ones(n)
+    ref = _reference(Z, s, qp["ridge"], qp["p"], lo, up, **eq)
+    _assert_close(res.objective, ref)
+    _assert_feasible(res.alpha, lo, up, **eq)
+    assert res.kkt_violation <= TOL
+    # a warm start anywhere (infeasible too) is projected and reaches the same optimum
+    warm = solve_qp(K, y, signed=signed, tol=TOL, alpha0=rng.normal(size=n) * 3, **qp)
+    _assert_close(warm.objective, ref)
+    _assert_feasible(warm.alpha, lo, up, **eq)
+
+
+@SETTINGS
+@GENERAL
+def test_general_inner_problem_is_certified(seed, n, d, equality, signed):
+    """solve_inner on random general data (the form later inner problems use): its dual objective is the
+    optimum of Clarabel, and its generic primal bound is above it and closes the gap."""
+    rng, Z, K, y, qp = _general(seed, n, d, equality)
+    problem = InnerProblem(y=y, signed=signed, **qp)
     sol = solve_inner(K, problem, tol=TOL)
     s = y if signed else np.ones(n)
-    optimum = -_reference(Z, s, ridge, p, lo, up, y=y, y_sum=y_sum, total=total)
+    optimum = -_reference(Z, s, qp["ridge"], qp["p"], qp["lower"], qp["upper"], y=y, y_sum=qp["y_sum"],
+                          total=qp["total"])
     _assert_close(sol.dual_objective, optimum)
     assert sol.primal_objective >= optimum - 1e-7 * (1 + abs(optimum))
     assert sol.primal_objective - sol.dual_objective <= 1e-5 * (1 + abs(optimum))
