@@ -702,13 +702,28 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
 #
 # A row returned by _arow is read in one of three ways, fixed for a whole scan: by active position with
 # w == 1 (the C-SVC), by active position with the factor w, or gathered through act[] from a full row.
-# Each scan takes the way as an argument and is called with a literal, so that the compiler (-O3)
-# specialises it; the caller picks the way with _access.
+# The way is a compile-time tag (a fused type): each scan is compiled once per way, with no per-entry
+# branch; _access picks the way at run time and the caller passes the matching tag.
 # --------------------------------------------------------------------------------------------------
 cdef enum:
     ROW_UNIT = 0     # compact row, w == 1
     ROW_DIRECT = 1   # compact row
     ROW_GATHER = 2   # full row, entry act[t] for position t
+
+ctypedef struct _UnitTag:
+    char unused
+ctypedef struct _DirectTag:
+    char unused
+ctypedef struct _GatherTag:
+    char unused
+ctypedef _UnitTag* UnitRows
+ctypedef _DirectTag* DirectRows
+ctypedef _GatherTag* GatherRows
+
+ctypedef fused Way:
+    UnitRows
+    DirectRows
+    GatherRows
 
 
 cdef inline int _access(Problem* P, ACache* AC) noexcept nogil:
@@ -717,26 +732,26 @@ cdef inline int _access(Problem* P, ACache* AC) noexcept nogil:
     return ROW_UNIT if P.unit_w else ROW_DIRECT
 
 
-cdef inline double _kw(int access, const floating* Kr, Py_ssize_t t, const Py_ssize_t* act,
+cdef inline double _kw(Way way, const floating* Kr, Py_ssize_t t, const Py_ssize_t* act,
                        const double* w, double wi) noexcept nogil:
     """w_i w_t K[i, var(t)]: the off-diagonal entry of Q (up to the c signs) for row i."""
-    if access == ROW_UNIT:
+    if Way is UnitRows:
         return Kr[t]
-    if access == ROW_DIRECT:
+    elif Way is DirectRows:
         return wi * w[t] * Kr[t]
-    return wi * w[t] * Kr[act[t]]
+    else:
+        return wi * w[t] * Kr[act[t]]
 
 
-cdef inline double _dk(int access, const floating* Ki, const floating* Kj, double ci, double cj,
+cdef inline double _dk(Way way, const floating* Ki, const floating* Kj, double ci, double cj,
                        Py_ssize_t t, const Py_ssize_t* act, const double* w) noexcept nogil:
     """The change of F at position t after a step with row coefficients ci (row i) and cj (row j)."""
-    cdef Py_ssize_t r
-    if access == ROW_UNIT:
+    if Way is UnitRows:
         return ci * Ki[t] + cj * Kj[t]
-    if access == ROW_DIRECT:
+    elif Way is DirectRows:
         return w[t] * (ci * Ki[t] + cj * Kj[t])
-    r = act[t]
-    return w[t] * (ci * Ki[r] + cj * Kj[r])
+    else:
+        return w[t] * (ci * Ki[act[t]] + cj * Kj[act[t]])
 
 
 # The mode-1 scans are written without data-dependent branches except the rarely taken "new best" one:
@@ -771,7 +786,7 @@ cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, doubl
         a.bj = t
 
 
-cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, int access,
+cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, Way way,
                                  double* m_low) noexcept nogil:
     """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0 (WSS3).
 
@@ -793,12 +808,12 @@ cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, d
         a[u].neg = 0.0
         a[u].bj = -1
     for t in range(0, A4, 4):
-        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(access, Kr, t, act, w, wi), qi, Fi)
-        _jstep(&a[1], t + 1, F[t + 1], wst[t + 1], QD[t + 1], _kw(access, Kr, t + 1, act, w, wi), qi, Fi)
-        _jstep(&a[2], t + 2, F[t + 2], wst[t + 2], QD[t + 2], _kw(access, Kr, t + 2, act, w, wi), qi, Fi)
-        _jstep(&a[3], t + 3, F[t + 3], wst[t + 3], QD[t + 3], _kw(access, Kr, t + 3, act, w, wi), qi, Fi)
+        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(way, Kr, t, act, w, wi), qi, Fi)
+        _jstep(&a[1], t + 1, F[t + 1], wst[t + 1], QD[t + 1], _kw(way, Kr, t + 1, act, w, wi), qi, Fi)
+        _jstep(&a[2], t + 2, F[t + 2], wst[t + 2], QD[t + 2], _kw(way, Kr, t + 2, act, w, wi), qi, Fi)
+        _jstep(&a[3], t + 3, F[t + 3], wst[t + 3], QD[t + 3], _kw(way, Kr, t + 3, act, w, wi), qi, Fi)
     for t in range(A4, A):
-        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(access, Kr, t, act, w, wi), qi, Fi)
+        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(way, Kr, t, act, w, wi), qi, Fi)
     for u in range(1, 4):
         a[0].ml = a[u].ml if a[u].ml < a[0].ml else a[0].ml
         a[0].neg = a[u].neg if a[u].neg < a[0].neg else a[0].neg
@@ -832,7 +847,7 @@ cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* w
 
 
 cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                                   int access, double* Fi_out) noexcept nogil:
+                                   Way way, double* Fi_out) noexcept nogil:
     """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
     cdef Py_ssize_t t, u, i = -1, A = P.A, A4 = P.A - P.A % 4
     cdef double* F = P.wF
@@ -845,12 +860,12 @@ cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floatin
         a[u].mx = -INFINITY
         a[u].mi = -1
     for t in range(0, A4, 4):
-        _istep(&a[0], t, F, wst, _dk(access, Ki, Kj, ci, cj, t, act, w))
-        _istep(&a[1], t + 1, F, wst, _dk(access, Ki, Kj, ci, cj, t + 1, act, w))
-        _istep(&a[2], t + 2, F, wst, _dk(access, Ki, Kj, ci, cj, t + 2, act, w))
-        _istep(&a[3], t + 3, F, wst, _dk(access, Ki, Kj, ci, cj, t + 3, act, w))
+        _istep(&a[0], t, F, wst, _dk(way, Ki, Kj, ci, cj, t, act, w))
+        _istep(&a[1], t + 1, F, wst, _dk(way, Ki, Kj, ci, cj, t + 1, act, w))
+        _istep(&a[2], t + 2, F, wst, _dk(way, Ki, Kj, ci, cj, t + 2, act, w))
+        _istep(&a[3], t + 3, F, wst, _dk(way, Ki, Kj, ci, cj, t + 3, act, w))
     for t in range(A4, A):
-        _istep(&a[0], t, F, wst, _dk(access, Ki, Kj, ci, cj, t, act, w))
+        _istep(&a[0], t, F, wst, _dk(way, Ki, Kj, ci, cj, t, act, w))
     for u in range(4):
         if a[u].mi >= 0 and (i < 0 or a[u].mx > Fi or (a[u].mx == Fi and a[u].mi < i)):
             Fi = a[u].mx
@@ -860,18 +875,21 @@ cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floatin
 
 
 cdef inline void _update_groups(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                                int access, Py_ssize_t* ig, double* Fi) noexcept nogil:
+                                Way way, Py_ssize_t* ig, double* Fi) noexcept nogil:
     """Mode 2 gradient update fused with the choice of the next i of each class."""
     cdef Py_ssize_t t
     cdef int g
     cdef double f
     cdef double* F = P.wF
     cdef unsigned char* wst = P.wst
+    cdef int* grp = P.wgrp
+    cdef Py_ssize_t* act = P.act
+    cdef double* w = P.ww
     for t in range(P.A):
-        f = F[t] - _dk(access, Ki, Kj, ci, cj, t, P.act, P.ww)
+        f = F[t] - _dk(way, Ki, Kj, ci, cj, t, act, w)
         F[t] = f
         if wst[t] & ST_UP:
-            g = P.wgrp[t]
+            g = grp[t]
             if f >= Fi[g]:
                 Fi[g] = f
                 ig[g] = t
@@ -898,8 +916,11 @@ cdef inline void _pending_update(Problem* P, ACache* AC, const floating* Ki, dou
     """Mode 0: F -= w * ci * K_i over the active set (the update a step leaves for the next pass)."""
     cdef Py_ssize_t t
     cdef bint direct = _direct(P, AC)
+    cdef double* F = P.wF
+    cdef double* w = P.ww
+    cdef Py_ssize_t* act = P.act
     for t in range(P.A):
-        P.wF[t] -= P.ww[t] * ci * Ki[t if direct else P.act[t]]
+        F[t] -= w[t] * ci * Ki[t if direct else act[t]]
 
 
 cdef void _settle(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
@@ -930,12 +951,13 @@ cdef double _select_single(Problem* P, ACache* AC, WorkingSet* W, const floating
     cdef double* F = P.wF
     cdef double* QD = P.wQD
     cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
     m_up[0] = m_up[1] = -INFINITY
     m_low[0] = m_low[1] = INFINITY
     for t in range(P.A):
         if not first:
             F[t] -= w[t] * ci * Ki[t if direct else act[t]]
-        st = P.wst[t]
+        st = wst[t]
         f = F[t]
         k = act[t]
         if (st & ST_UP) and f > 0:
@@ -1010,12 +1032,15 @@ cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, W
     cdef double m_low[2]
     cdef double f, d, dd, quad, bnum = 0.0, bden = 1.0
     cdef const floating* Kr
+    cdef const floating* Kg[2]
     cdef bint direct
     cdef unsigned char st
     cdef Py_ssize_t* act = P.act
     cdef double* F = P.wF
     cdef double* QD = P.wQD
     cdef double* w = P.ww
+    cdef unsigned char* wst = P.wst
+    cdef int* grp = P.wgrp
     if not W.pending:
         _select_i(P, W.ig, W.Fi)
     W.pending = 0
@@ -1026,6 +1051,7 @@ cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, W
             if Kr == NULL:
                 return -1
             W.Krow[g] = <const void*> Kr
+            Kg[g] = Kr
             wi[g] = w[W.ig[g]]
             qi[g] = QD[W.ig[g]]
     m_low[0] = m_low[1] = INFINITY
@@ -1035,23 +1061,23 @@ cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, W
         if W.ig[0] < 0:
             _extremes_low(P, m_low)
         elif access == ROW_UNIT:
-            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_UNIT, m_low)
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <UnitRows> NULL, m_low)
         elif access == ROW_DIRECT:
-            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_DIRECT, m_low)
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <DirectRows> NULL, m_low)
         else:
-            j = _select_j(P, Kr, W.ig[0], W.Fi[0], ROW_GATHER, m_low)
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <GatherRows> NULL, m_low)
     else:
         for t in range(P.A):
-            st = P.wst[t]
+            st = wst[t]
             if st & ST_LOW:
-                g = P.wgrp[t]
+                g = grp[t]
                 f = F[t]
                 if f < m_low[g]:
                     m_low[g] = f
                 d = W.Fi[g] - f
                 if d > 0:
                     r = t if direct else act[t]
-                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * (<const floating*> W.Krow[g])[r]
+                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Kg[g][r]
                     if quad <= 0:
                         if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
                             P.neg_curv = 1
@@ -1120,17 +1146,17 @@ cdef int _step_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, Wor
     access = _access(P, AC)
     if P.mode == 1:
         if access == ROW_UNIT:
-            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_UNIT, W.Fi)
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <UnitRows> NULL, W.Fi)
         elif access == ROW_DIRECT:
-            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_DIRECT, W.Fi)
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <DirectRows> NULL, W.Fi)
         else:
-            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, ROW_GATHER, W.Fi)
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <GatherRows> NULL, W.Fi)
     elif access == ROW_UNIT:
-        _update_groups(P, Ki, Kj, ci, cj, ROW_UNIT, W.ig, W.Fi)
+        _update_groups(P, Ki, Kj, ci, cj, <UnitRows> NULL, W.ig, W.Fi)
     elif access == ROW_DIRECT:
-        _update_groups(P, Ki, Kj, ci, cj, ROW_DIRECT, W.ig, W.Fi)
+        _update_groups(P, Ki, Kj, ci, cj, <DirectRows> NULL, W.ig, W.Fi)
     else:
-        _update_groups(P, Ki, Kj, ci, cj, ROW_GATHER, W.ig, W.Fi)
+        _update_groups(P, Ki, Kj, ci, cj, <GatherRows> NULL, W.ig, W.Fi)
     W.pending = 1
     if _fbar_update(P, Kb, C, io, dbi) < 0:
         return -1

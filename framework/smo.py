@@ -8,8 +8,13 @@ The general problem is
 with ``Q = (y y') o K + diag(ridge)`` (``signed=True``) or ``Q = K + diag(ridge)``.  :func:`solve_qp`
 solves it with sequential minimal optimisation: second-order working-set selection (Fan, Chen and Lin,
 2005), shrinking with gradient reconstruction, and a warm start that only touches the kernel rows of the
-non-zero entries of the starting point.  The C-SVC, no-bias, nu and simplex forms are thin wrappers in
-:mod:`multikernel.svm`.
+non-zero entries of the starting point.  :func:`multikernel.svm.solve_inner` is the entry point of the
+MKL inner problems (the SVM forms and any other data of this shape), with both objectives.
+
+Termination is guaranteed: by default a solve stops after :func:`default_max_iter` steps (libsvm's rule)
+with a ``ConvergenceWarning``; non-positive curvature is floored (the tau rule), and a direction of
+negative curvature that no bound stops (an indefinite kernel with infinite upper bounds) ends the solve
+with a ``ValueError``: the problem is unbounded below.
 """
 
 from __future__ import annotations
