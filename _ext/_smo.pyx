@@ -60,6 +60,12 @@ ctypedef struct RowCache:
     PyObject* owner              # the _Provider (borrowed): _fill(row, slot), _fill_many(rows, slots)
     int error
     long long n_miss
+    # speculative blocks: a miss also computes up to block - 1 uncached rows of the solver's active list
+    const Py_ssize_t* act        # the active list (NULL: no speculation)
+    const Py_ssize_t* n_act      # its current length
+    Py_ssize_t cursor            # where the next block starts in the active list
+    Py_ssize_t block
+    Py_ssize_t* spec             # buffer of block indices
 
 
 ctypedef struct Options:
@@ -176,12 +182,40 @@ cdef inline void _cache_put(RowCache* C, Py_ssize_t i, Py_ssize_t slot) noexcept
     C.stamp[slot] = C.clock
 
 
+cdef int _cache_speculate(RowCache* C, Py_ssize_t i) noexcept nogil:
+    """Fetch row i with the next uncached rows of the active list, in one provider call.
+
+    A provider pays a fixed cost per call (Python, input validation) that dwarfs the work of one column:
+    computing a block of columns costs little more than one.  The rows a solve needs are those of the
+    active list, which the cursor sweeps block by block; a block is at most 1/8 of the cache, so that
+    speculation never evicts much of it.
+    """
+    cdef Py_ssize_t m = 1, scanned = 0, A = C.n_act[0], k
+    C.spec[0] = i
+    while m < C.block and scanned < A:
+        if C.cursor >= A:
+            C.cursor = 0
+        k = C.act[C.cursor]
+        C.cursor += 1
+        scanned += 1
+        if k != i and C.slot_of[k] < 0:
+            C.spec[m] = k
+            m += 1
+    return _cache_prefetch(C, C.spec, m)
+
+
 cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
     cdef Py_ssize_t slot = C.slot_of[i]
     C.clock += 1
     if slot >= 0:
         C.stamp[slot] = C.clock
         return C.data + slot * C.n
+    if C.act != NULL and C.block >= 2:
+        if _cache_speculate(C, i) < 0:
+            return NULL
+        slot = C.slot_of[i]
+        if slot >= 0:
+            return C.data + slot * C.n
     slot = _cache_evict(C)
     with gil:
         try:
@@ -754,6 +788,24 @@ cdef inline double _dk(Way way, const floating* Ki, const floating* Kj, double c
         return w[t] * (ci * Ki[act[t]] + cj * Kj[act[t]])
 
 
+ctypedef struct Scan:
+    # The work arrays a hot scan reads, in active-position order.  A scan copies them into a local
+    # struct, which the compiler keeps in registers: read through P, they would be reloaded after every
+    # store (extensions build without strict aliasing).
+    Py_ssize_t* act
+    double* F
+    double* QD
+    double* w
+    unsigned char* st
+    int* grp
+
+
+cdef inline Scan _scan(Problem* P) noexcept nogil:
+    cdef Scan v
+    v.act, v.F, v.QD, v.w, v.st, v.grp = P.act, P.wF, P.wQD, P.ww, P.wst, P.wgrp
+    return v
+
+
 # The mode-1 scans are written without data-dependent branches except the rarely taken "new best" one:
 # which variables are in I_up / I_low and the sign of d are close to random, and mispredicted branches,
 # not arithmetic, dominated these loops.  Masked values become neutral elements instead (+inf for a
@@ -794,12 +846,8 @@ cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, d
     curvature.
     """
     cdef Py_ssize_t t, u, j = -1, A = P.A, A4 = P.A - P.A % 4
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
-    cdef double qi = QD[i], wi = w[i]
+    cdef Scan v = _scan(P)
+    cdef double qi = v.QD[i], wi = v.w[i]
     cdef JAcc a[4]
     for u in range(4):
         a[u].bn = 0.0
@@ -808,12 +856,12 @@ cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, d
         a[u].neg = 0.0
         a[u].bj = -1
     for t in range(0, A4, 4):
-        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(way, Kr, t, act, w, wi), qi, Fi)
-        _jstep(&a[1], t + 1, F[t + 1], wst[t + 1], QD[t + 1], _kw(way, Kr, t + 1, act, w, wi), qi, Fi)
-        _jstep(&a[2], t + 2, F[t + 2], wst[t + 2], QD[t + 2], _kw(way, Kr, t + 2, act, w, wi), qi, Fi)
-        _jstep(&a[3], t + 3, F[t + 3], wst[t + 3], QD[t + 3], _kw(way, Kr, t + 3, act, w, wi), qi, Fi)
+        _jstep(&a[0], t, v.F[t], v.st[t], v.QD[t], _kw(way, Kr, t, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[1], t + 1, v.F[t + 1], v.st[t + 1], v.QD[t + 1], _kw(way, Kr, t + 1, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[2], t + 2, v.F[t + 2], v.st[t + 2], v.QD[t + 2], _kw(way, Kr, t + 2, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[3], t + 3, v.F[t + 3], v.st[t + 3], v.QD[t + 3], _kw(way, Kr, t + 3, v.act, v.w, wi), qi, Fi)
     for t in range(A4, A):
-        _jstep(&a[0], t, F[t], wst[t], QD[t], _kw(way, Kr, t, act, w, wi), qi, Fi)
+        _jstep(&a[0], t, v.F[t], v.st[t], v.QD[t], _kw(way, Kr, t, v.act, v.w, wi), qi, Fi)
     for u in range(1, 4):
         a[0].ml = a[u].ml if a[u].ml < a[0].ml else a[0].ml
         a[0].neg = a[u].neg if a[u].neg < a[0].neg else a[0].neg
@@ -850,22 +898,19 @@ cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floatin
                                    Way way, double* Fi_out) noexcept nogil:
     """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
     cdef Py_ssize_t t, u, i = -1, A = P.A, A4 = P.A - P.A % 4
-    cdef double* F = P.wF
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
+    cdef Scan v = _scan(P)
     cdef double Fi = -INFINITY
     cdef IAcc a[4]
     for u in range(4):
         a[u].mx = -INFINITY
         a[u].mi = -1
     for t in range(0, A4, 4):
-        _istep(&a[0], t, F, wst, _dk(way, Ki, Kj, ci, cj, t, act, w))
-        _istep(&a[1], t + 1, F, wst, _dk(way, Ki, Kj, ci, cj, t + 1, act, w))
-        _istep(&a[2], t + 2, F, wst, _dk(way, Ki, Kj, ci, cj, t + 2, act, w))
-        _istep(&a[3], t + 3, F, wst, _dk(way, Ki, Kj, ci, cj, t + 3, act, w))
+        _istep(&a[0], t, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t, v.act, v.w))
+        _istep(&a[1], t + 1, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 1, v.act, v.w))
+        _istep(&a[2], t + 2, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 2, v.act, v.w))
+        _istep(&a[3], t + 3, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 3, v.act, v.w))
     for t in range(A4, A):
-        _istep(&a[0], t, F, wst, _dk(way, Ki, Kj, ci, cj, t, act, w))
+        _istep(&a[0], t, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t, v.act, v.w))
     for u in range(4):
         if a[u].mi >= 0 and (i < 0 or a[u].mx > Fi or (a[u].mx == Fi and a[u].mi < i)):
             Fi = a[u].mx
@@ -880,16 +925,12 @@ cdef inline void _update_groups(Problem* P, const floating* Ki, const floating* 
     cdef Py_ssize_t t
     cdef int g
     cdef double f
-    cdef double* F = P.wF
-    cdef unsigned char* wst = P.wst
-    cdef int* grp = P.wgrp
-    cdef Py_ssize_t* act = P.act
-    cdef double* w = P.ww
+    cdef Scan v = _scan(P)
     for t in range(P.A):
-        f = F[t] - _dk(way, Ki, Kj, ci, cj, t, act, w)
-        F[t] = f
-        if wst[t] & ST_UP:
-            g = grp[t]
+        f = v.F[t] - _dk(way, Ki, Kj, ci, cj, t, v.act, v.w)
+        v.F[t] = f
+        if v.st[t] & ST_UP:
+            g = v.grp[t]
             if f >= Fi[g]:
                 Fi[g] = f
                 ig[g] = t
@@ -916,11 +957,9 @@ cdef inline void _pending_update(Problem* P, ACache* AC, const floating* Ki, dou
     """Mode 0: F -= w * ci * K_i over the active set (the update a step leaves for the next pass)."""
     cdef Py_ssize_t t
     cdef bint direct = _direct(P, AC)
-    cdef double* F = P.wF
-    cdef double* w = P.ww
-    cdef Py_ssize_t* act = P.act
+    cdef Scan v = _scan(P)
     for t in range(P.A):
-        F[t] -= w[t] * ci * Ki[t if direct else act[t]]
+        v.F[t] -= v.w[t] * ci * Ki[t if direct else v.act[t]]
 
 
 cdef void _settle(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
@@ -947,19 +986,15 @@ cdef double _select_single(Problem* P, ACache* AC, WorkingSet* W, const floating
     cdef double ci = W.ci
     cdef bint first = not W.pending, direct = _direct(P, AC)
     cdef unsigned char st
-    cdef Py_ssize_t* act = P.act
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
+    cdef Scan v = _scan(P)
     m_up[0] = m_up[1] = -INFINITY
     m_low[0] = m_low[1] = INFINITY
     for t in range(P.A):
         if not first:
-            F[t] -= w[t] * ci * Ki[t if direct else act[t]]
-        st = wst[t]
-        f = F[t]
-        k = act[t]
+            v.F[t] -= v.w[t] * ci * Ki[t if direct else v.act[t]]
+        st = v.st[t]
+        f = v.F[t]
+        k = v.act[t]
         if (st & ST_UP) and f > 0:
             if f > m_up[0]:
                 m_up[0] = f
@@ -970,7 +1005,7 @@ cdef double _select_single(Problem* P, ACache* AC, WorkingSet* W, const floating
             lim = P.lo[k] - P.alpha[k]
         else:
             continue
-        qd = QD[t]
+        qd = v.QD[t]
         if qd <= 0:
             if qd < 0:
                 P.neg_curv = 1
@@ -1035,25 +1070,20 @@ cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, W
     cdef const floating* Kg[2]
     cdef bint direct
     cdef unsigned char st
-    cdef Py_ssize_t* act = P.act
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef int* grp = P.wgrp
+    cdef Scan v = _scan(P)
     if not W.pending:
         _select_i(P, W.ig, W.Fi)
     W.pending = 0
     direct = _direct(P, AC)
     for g in range(2):
         if W.ig[g] >= 0:
-            Kr = _arow(P, AC, Kb, C, act[W.ig[g]])
+            Kr = _arow(P, AC, Kb, C, v.act[W.ig[g]])
             if Kr == NULL:
                 return -1
             W.Krow[g] = <const void*> Kr
             Kg[g] = Kr
-            wi[g] = w[W.ig[g]]
-            qi[g] = QD[W.ig[g]]
+            wi[g] = v.w[W.ig[g]]
+            qi[g] = v.QD[W.ig[g]]
     m_low[0] = m_low[1] = INFINITY
     if P.mode == 1:
         Kr = <const floating*> W.Krow[0]
@@ -1068,18 +1098,18 @@ cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, W
             j = _select_j(P, Kr, W.ig[0], W.Fi[0], <GatherRows> NULL, m_low)
     else:
         for t in range(P.A):
-            st = wst[t]
+            st = v.st[t]
             if st & ST_LOW:
-                g = grp[t]
-                f = F[t]
+                g = v.grp[t]
+                f = v.F[t]
                 if f < m_low[g]:
                     m_low[g] = f
                 d = W.Fi[g] - f
                 if d > 0:
-                    r = t if direct else act[t]
-                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Kg[g][r]
+                    r = t if direct else v.act[t]
+                    quad = qi[g] + v.QD[t] - 2.0 * wi[g] * v.w[t] * Kg[g][r]
                     if quad <= 0:
-                        if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
+                        if quad < -1e-6 * (fabs(qi[g]) + fabs(v.QD[t])):
                             P.neg_curv = 1
                         quad = TAU
                     dd = d * d
@@ -1214,10 +1244,10 @@ cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcep
 
 cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
     cdef int rc
+    _unshrink_list(P)    # the active list is read from the start (the row cache's speculative blocks)
     rc = _init_gradient(P, Kb, C)
     if rc < 0:
         return rc
-    _unshrink_list(P)
     _ac_reset(AC, P.n, P.n)
     _sync_in(P)
     rc = _solve(P, AC, Kb, C)
@@ -1242,6 +1272,7 @@ cdef class _Provider:
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] row_of
     cdef unsigned long long[::1] stamp
+    cdef Py_ssize_t[::1] spec
 
     def __init__(self, column, columns, Py_ssize_t n, Py_ssize_t n_slots):
         cdef double[:, ::1] data
@@ -1266,6 +1297,10 @@ cdef class _Provider:
         self.cache.owner = <PyObject*> self
         self.cache.error = 0
         self.cache.n_miss = 0
+        self.cache.block = min(16, n_slots // 8)
+        self.spec = np.empty(max(self.cache.block, 1), dtype=np.intp)
+        self.cache.spec = &self.spec[0]
+        self.cache.act = NULL    # set by solve for the duration of a run
 
     def _fill(self, Py_ssize_t i, Py_ssize_t slot):
         out = self.data[slot]
@@ -1383,8 +1418,12 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
             P.unit_w = False
     if provider is not None:
         C = &provider.cache
+        C.act = P.act
+        C.n_act = &P.A
+        C.cursor = 0
         with nogil:
             rc = _run[double](&P, &AC, <const double*> NULL, C)
+        C.act = NULL
         if rc < 0:
             if provider.exc is not None:
                 raise provider.exc
