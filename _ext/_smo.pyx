@@ -11,6 +11,10 @@ and, depending on ``mode``:
 * mode 1: one equality ``c'a = delta`` with ``c_k = +-1`` (pairs, WSS3 of Fan, Chen and Lin 2005);
 * mode 2: ``y'a = delta`` and ``1'a = s`` (pairs inside the same class ``grp``, as libsvm's nu solver).
 
+The entry point :func:`solve` takes the kernel (a dense matrix or a row provider), the starting point,
+the problem's per-variable data (:class:`QP`) and the run options (the ``Options`` struct).  One loop,
+:func:`_solve`, runs every mode; a mode supplies its working-set selection and its step.
+
 Internally the gradient is stored as ``F_k = -c_k G_k`` (``c = 1`` in modes 0 and 2), so that the
 working-set rules read the same for every mode, and ``w_k = c_k s_k`` folds both signs into one factor.
 The kernel is read one full row at a time, either straight from the caller's dense matrix (row ``i`` of a
@@ -25,6 +29,7 @@ from cython cimport floating
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
+from libc.string cimport memset
 
 import numpy as np
 
@@ -52,9 +57,23 @@ ctypedef struct RowCache:
     Py_ssize_t* row_of           # slot -> row, -1 when empty
     unsigned long long* stamp    # last use of each slot (LRU)
     unsigned long long clock
-    PyObject* fill               # python callable fill(row, slot); raises -> error
+    PyObject* owner              # the _Provider (borrowed): _fill(row, slot), _fill_many(rows, slots)
     int error
     long long n_miss
+    # speculative blocks: a miss also computes up to block - 1 uncached rows of the solver's active list
+    const Py_ssize_t* act        # the active list (NULL: no speculation)
+    const Py_ssize_t* n_act      # its current length
+    Py_ssize_t cursor            # where the next block starts in the active list
+    Py_ssize_t block
+    Py_ssize_t* spec             # buffer of block indices
+
+
+ctypedef struct Options:
+    # How the solver runs (what it solves is the QP object of ``solve``).
+    double tol            # stop when the maximal KKT violation is below tol
+    long long max_iter    # iteration limit; < 0 for none
+    bint shrinking
+    bint warm             # alpha is a warm start (shrink at once)
 
 
 ctypedef struct Problem:
@@ -84,10 +103,7 @@ ctypedef struct Problem:
     int* wgrp
     unsigned char* wst
     Py_ssize_t* keep   # after _shrink: old active position of each new active position
-    double tol
-    long long max_iter
-    int shrinking
-    int warm           # started from a given alpha
+    Options opt
     int unit_w         # w == 1 everywhere (C-SVC): skip the w factor in the hot loops
     # outputs
     long long n_iter
@@ -96,6 +112,7 @@ ctypedef struct Problem:
     int neg_curv
     int hit_max_iter
     int interrupted    # Ctrl-C seen (checked every SIGNAL_EVERY iterations, main thread only)
+    int unbounded      # a direction of non-positive curvature with no bound in the way
     int error
 
 
@@ -119,7 +136,7 @@ cdef int _signal_pending() noexcept nogil:
 
 cdef inline bint _must_stop(Problem* P) noexcept nogil:
     """Iteration limit or Ctrl-C (checked every SIGNAL_EVERY iterations): records which, for the caller."""
-    if P.max_iter >= 0 and P.n_iter >= P.max_iter:
+    if P.opt.max_iter >= 0 and P.n_iter >= P.opt.max_iter:
         P.hit_max_iter = 1
         return True
     if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
@@ -144,33 +161,116 @@ cdef inline double _bound_part(double a, unsigned char st) noexcept nogil:
     return a if st & ST_BOUND else 0.0
 
 
-cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
-    cdef Py_ssize_t slot = C.slot_of[i], t
-    cdef unsigned long long oldest
-    C.clock += 1
-    if slot >= 0:
-        C.stamp[slot] = C.clock
-        return C.data + slot * C.n
-    # miss: evict the least recently used slot (linear scan; a miss costs a kernel column anyway)
-    slot = 0
-    oldest = C.stamp[0]
+cdef Py_ssize_t _cache_evict(RowCache* C) noexcept nogil:
+    """Free the least recently used slot and return it (linear scan; a miss costs a kernel column anyway)."""
+    cdef Py_ssize_t slot = 0, t
+    cdef unsigned long long oldest = C.stamp[0]
     for t in range(1, C.n_slots):
         if C.stamp[t] < oldest:
             oldest = C.stamp[t]
             slot = t
     if C.row_of[slot] >= 0:
         C.slot_of[C.row_of[slot]] = -1
+        C.row_of[slot] = -1
     C.n_miss += 1
-    with gil:
-        try:
-            (<object>C.fill)(i, slot)
-        except BaseException:
-            C.error = 1
-            return NULL
+    return slot
+
+
+cdef inline void _cache_put(RowCache* C, Py_ssize_t i, Py_ssize_t slot) noexcept nogil:
     C.row_of[slot] = i
     C.slot_of[i] = slot
     C.stamp[slot] = C.clock
+
+
+cdef int _cache_speculate(RowCache* C, Py_ssize_t i) noexcept nogil:
+    """Fetch row i with the next uncached rows of the active list, in one provider call.
+
+    A provider pays a fixed cost per call (Python, input validation) that dwarfs the work of one column:
+    computing a block of columns costs little more than one.  The rows a solve needs are those of the
+    active list, which the cursor sweeps block by block; a block is at most 1/8 of the cache, so that
+    speculation never evicts much of it.
+    """
+    cdef Py_ssize_t m = 1, scanned = 0, A = C.n_act[0], k
+    C.spec[0] = i
+    while m < C.block and scanned < A:
+        if C.cursor >= A:
+            C.cursor = 0
+        k = C.act[C.cursor]
+        C.cursor += 1
+        scanned += 1
+        if k != i and C.slot_of[k] < 0:
+            C.spec[m] = k
+            m += 1
+    return _cache_prefetch(C, C.spec, m)
+
+
+cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
+    cdef Py_ssize_t slot = C.slot_of[i]
+    C.clock += 1
+    if slot >= 0:
+        C.stamp[slot] = C.clock
+        return C.data + slot * C.n
+    if C.act != NULL and C.block >= 2:
+        if _cache_speculate(C, i) < 0:
+            return NULL
+        slot = C.slot_of[i]
+        if slot >= 0:
+            return C.data + slot * C.n
+    slot = _cache_evict(C)
+    with gil:
+        try:
+            (<object>C.owner)._fill(i, slot)
+        except BaseException:
+            C.error = 1
+            return NULL
+    _cache_put(C, i, slot)
     return C.data + slot * C.n
+
+
+cdef int _cache_prefetch(RowCache* C, const Py_ssize_t* idx, Py_ssize_t m) noexcept nogil:
+    """Bring the distinct rows idx[0:m] (m <= n_slots / 2) into the cache with one provider call.
+
+    A provider computes a block of columns much faster than the same columns one by one (one pass of
+    vectorised work instead of m Python calls): this serves the gradient builds, which read every row of
+    the support.  The rows already present are marked as used first, so that no row of the block is
+    evicted by another.
+    """
+    cdef Py_ssize_t r, slot, n_missing = 0
+    cdef Py_ssize_t* buf
+    C.clock += 1
+    for r in range(m):
+        slot = C.slot_of[idx[r]]
+        if slot >= 0:
+            C.stamp[slot] = C.clock
+        else:
+            n_missing += 1
+    if n_missing < 2:
+        return 0    # _cache_get serves a single row as well
+    buf = <Py_ssize_t*> malloc(2 * m * sizeof(Py_ssize_t))
+    if buf == NULL:
+        return -1
+    n_missing = 0
+    for r in range(m):
+        if C.slot_of[idx[r]] < 0:
+            slot = _cache_evict(C)
+            _cache_put(C, idx[r], slot)
+            buf[n_missing] = idx[r]
+            buf[m + n_missing] = slot
+            n_missing += 1
+    with gil:
+        try:
+            (<object>C.owner)._fill_many(np.array(<Py_ssize_t[:n_missing]> buf),
+                                         np.array(<Py_ssize_t[:n_missing]> (buf + m)))
+        except BaseException:
+            C.error = 1
+            for r in range(n_missing):
+                # the slots hold no valid row
+                C.slot_of[buf[r]] = -1
+                C.row_of[buf[m + r]] = -1
+            free(buf)
+            return -1
+    free(buf)
+    return 0
 
 
 cdef inline const floating* _row(const floating* Kb, RowCache* C, Py_ssize_t n,
@@ -211,8 +311,10 @@ cdef void _add_rows_parallel(Problem* P, const floating* Kb, const Py_ssize_t* i
 
 cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t* idx, const double* coef,
                    Py_ssize_t m, double* out, const Py_ssize_t* targets, Py_ssize_t n_targets) noexcept nogil:
-    """Same as _add_rows_parallel; sequential through the row cache for the provider path."""
+    """Same as _add_rows_parallel; sequential through the row cache for the provider path, whose rows
+    are fetched by blocks of half the cache."""
     cdef Py_ssize_t r, t, k, n = P.n
+    cdef Py_ssize_t chunk = 1 if C == NULL else (C.n_slots // 2 if C.n_slots >= 2 else 1)
     cdef const floating* Kr
     cdef double cr
     cdef Py_ssize_t nt = n if targets == NULL else n_targets, r0 = 0
@@ -244,6 +346,9 @@ cdef int _add_rows(Problem* P, const floating* Kb, RowCache* C, const Py_ssize_t
                     out[k] -= P.w[k] * (c0 * K0[k] + c1 * K1[k] + c2 * K2[k] + c3 * K3[k])
             r0 += 4
     for r in range(r0, m):
+        if Kb == NULL and (r - r0) % chunk == 0:
+            if _cache_prefetch(C, idx + r, chunk if r + chunk <= m else m - r) < 0:
+                return -1
         Kr = _row(Kb, C, n, idx[r])
         if Kr == NULL:
             return -1
@@ -265,16 +370,13 @@ cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept no
     is read once: after a warm start most of the support is often at a bound.
     """
     cdef Py_ssize_t n = P.n, k, m_free = 0, m_bound = 0
-    cdef Py_ssize_t* idx_free = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef Py_ssize_t* idx_bound = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    cdef double* c_free = <double*> malloc(n * sizeof(double))
-    cdef double* c_bound = <double*> malloc(n * sizeof(double))
+    # one work buffer: two index lists, then their two coefficient lists (8-byte items: aligned)
+    cdef Py_ssize_t* idx_free = <Py_ssize_t*> malloc(2 * n * (sizeof(Py_ssize_t) + sizeof(double)))
+    cdef Py_ssize_t* idx_bound = idx_free + n
+    cdef double* c_free = <double*> (idx_free + 2 * n)
+    cdef double* c_bound = c_free + n
     cdef int rc = 0
-    if idx_free == NULL or idx_bound == NULL or c_free == NULL or c_bound == NULL:
-        free(idx_free)
-        free(idx_bound)
-        free(c_free)
-        free(c_bound)
+    if idx_free == NULL:
         return -1
     for k in range(n):
         P.Fbar[k] = 0.0
@@ -296,32 +398,26 @@ cdef int _init_gradient(Problem* P, const floating* Kb, RowCache* C) noexcept no
     if rc == 0:
         rc = _add_rows(P, Kb, C, idx_free, c_free, m_free, P.F, NULL, 0)
     free(idx_free)
-    free(idx_bound)
-    free(c_free)
-    free(c_bound)
     return rc
 
 
 cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogil:
     """Recompute F on the inactive variables from Fbar and the free (hence active) variables."""
     cdef Py_ssize_t n = P.n, k, t, m_free = 0, n_inact = 0
-    cdef unsigned char* is_act
     cdef Py_ssize_t* free_idx
     cdef Py_ssize_t* inact
     cdef double* coef
+    cdef unsigned char* is_act
     cdef int rc = 0
     if P.A == n:
         return 0
-    is_act = <unsigned char*> malloc(n)
-    free_idx = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    inact = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    coef = <double*> malloc(n * sizeof(double))
-    if is_act == NULL or free_idx == NULL or inact == NULL or coef == NULL:
-        free(is_act)
-        free(free_idx)
-        free(inact)
-        free(coef)
+    # one work buffer: two index lists, the coefficients, then the flags (8-byte items first: aligned)
+    free_idx = <Py_ssize_t*> malloc(n * (2 * sizeof(Py_ssize_t) + sizeof(double) + 1))
+    if free_idx == NULL:
         return -1
+    inact = free_idx + n
+    coef = <double*> (free_idx + 2 * n)
+    is_act = <unsigned char*> (coef + n)
     for k in range(n):
         is_act[k] = 0
     for t in range(P.A):
@@ -337,10 +433,7 @@ cdef int _reconstruct(Problem* P, const floating* Kb, RowCache* C) noexcept nogi
             n_inact += 1
             P.F[k] = P.Fbar[k] + P.Fp[k]
     rc = _add_rows(P, Kb, C, free_idx, coef, m_free, P.F, inact, n_inact)
-    free(is_act)
     free(free_idx)
-    free(inact)
-    free(coef)
     return rc
 
 
@@ -397,17 +490,22 @@ ctypedef struct ACache:
     int enabled
 
 
-cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
-    cdef Py_ssize_t t
-    for t in range(AC.n_used):
-        AC.slot_of[AC.row_of[t]] = -1
-    AC.n_used = 0
+cdef void _ac_layout(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    """Slots of A entries (the active size) in the buffer; the cache serves only while A < n."""
     AC.stride = A if A > 0 else 1
     AC.n_slots = AC.capacity // AC.stride
     if AC.n_slots > n:
         AC.n_slots = n
     # at most three rows are held at once (two i rows in mode 2, plus j)
     AC.enabled = A < n and AC.n_slots >= 4
+
+
+cdef void _ac_reset(ACache* AC, Py_ssize_t n, Py_ssize_t A) noexcept nogil:
+    cdef Py_ssize_t t
+    for t in range(AC.n_used):
+        AC.slot_of[AC.row_of[t]] = -1
+    AC.n_used = 0
+    _ac_layout(AC, n, A)
     AC.prv[n] = n
     AC.nxt[n] = n
 
@@ -430,11 +528,7 @@ cdef void _ac_compact(ACache* AC, floating* data, Py_ssize_t n, const Py_ssize_t
         dst = data + s * A
         for t in range(A):
             dst[t] = src[keep[t]]
-    AC.stride = A if A > 0 else 1
-    AC.n_slots = AC.capacity // AC.stride
-    if AC.n_slots > n:
-        AC.n_slots = n
-    AC.enabled = A < n and AC.n_slots >= 4
+    _ac_layout(AC, n, A)
 
 
 cdef inline void _ac_unlink(ACache* AC, Py_ssize_t s) noexcept nogil:
@@ -589,7 +683,7 @@ cdef int _maintain(Problem* P, ACache* AC, const floating* Kb, RowCache* C, int*
     cdef bint changed = False
     _sync_out(P)
     _extremes(P, m_up, m_low)
-    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.tol:
+    if not unshrunk[0] and _gap(P, m_up, m_low) <= 10.0 * P.opt.tol:
         unshrunk[0] = 1
         if _reconstruct(P, Kb, C) < 0:
             return -1
@@ -637,12 +731,86 @@ cdef int _unshrink_all(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
     _ac_reset(AC, P.n, P.n)
     _sync_in(P)
     return 0
+# --------------------------------------------------------------------------------------------------
+# The hot scans over the active set.
+#
+# A row returned by _arow is read in one of three ways, fixed for a whole scan: by active position with
+# w == 1 (the C-SVC), by active position with the factor w, or gathered through act[] from a full row.
+# The way is a compile-time tag (a fused type): each scan is compiled once per way, with no per-entry
+# branch; _access picks the way at run time and the caller passes the matching tag.
+# --------------------------------------------------------------------------------------------------
+cdef enum:
+    ROW_UNIT = 0     # compact row, w == 1
+    ROW_DIRECT = 1   # compact row
+    ROW_GATHER = 2   # full row, entry act[t] for position t
+
+ctypedef struct _UnitTag:
+    char unused
+ctypedef struct _DirectTag:
+    char unused
+ctypedef struct _GatherTag:
+    char unused
+ctypedef _UnitTag* UnitRows
+ctypedef _DirectTag* DirectRows
+ctypedef _GatherTag* GatherRows
+
+ctypedef fused Way:
+    UnitRows
+    DirectRows
+    GatherRows
 
 
-# The two mode-1 loops below are written without data-dependent branches except the rarely taken
-# "new best" one: which variables are in I_up / I_low and the sign of d are close to random, and
-# mispredicted branches, not arithmetic, dominated these loops.  Masked values become neutral
-# elements instead (+inf for a minimum, 0 for the gain).
+cdef inline int _access(Problem* P, ACache* AC) noexcept nogil:
+    if not _direct(P, AC):
+        return ROW_GATHER
+    return ROW_UNIT if P.unit_w else ROW_DIRECT
+
+
+cdef inline double _kw(Way way, const floating* Kr, Py_ssize_t t, const Py_ssize_t* act,
+                       const double* w, double wi) noexcept nogil:
+    """w_i w_t K[i, var(t)]: the off-diagonal entry of Q (up to the c signs) for row i."""
+    if Way is UnitRows:
+        return Kr[t]
+    elif Way is DirectRows:
+        return wi * w[t] * Kr[t]
+    else:
+        return wi * w[t] * Kr[act[t]]
+
+
+cdef inline double _dk(Way way, const floating* Ki, const floating* Kj, double ci, double cj,
+                       Py_ssize_t t, const Py_ssize_t* act, const double* w) noexcept nogil:
+    """The change of F at position t after a step with row coefficients ci (row i) and cj (row j)."""
+    if Way is UnitRows:
+        return ci * Ki[t] + cj * Kj[t]
+    elif Way is DirectRows:
+        return w[t] * (ci * Ki[t] + cj * Kj[t])
+    else:
+        return w[t] * (ci * Ki[act[t]] + cj * Kj[act[t]])
+
+
+ctypedef struct Scan:
+    # The work arrays a hot scan reads, in active-position order.  A scan copies them into a local
+    # struct, which the compiler keeps in registers: read through P, they would be reloaded after every
+    # store (extensions build without strict aliasing).
+    Py_ssize_t* act
+    double* F
+    double* QD
+    double* w
+    unsigned char* st
+    int* grp
+
+
+cdef inline Scan _scan(Problem* P) noexcept nogil:
+    cdef Scan v
+    v.act, v.F, v.QD, v.w, v.st, v.grp = P.act, P.wF, P.wQD, P.ww, P.wst, P.wgrp
+    return v
+
+
+# The mode-1 scans are written without data-dependent branches except the rarely taken "new best" one:
+# which variables are in I_up / I_low and the sign of d are close to random, and mispredicted branches,
+# not arithmetic, dominated these loops.  Masked values become neutral elements instead (+inf for a
+# minimum, 0 for the gain).  Four running bests (positions t = u mod 4), merged at the end, keep the
+# compare-and-select chains independent, so that the loops are bound by throughput, not latency.
 
 ctypedef struct JAcc:
     double bn       # best d^2 ...
@@ -654,7 +822,7 @@ ctypedef struct JAcc:
 
 cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, double qd, double kv,
                         double qi, double Fi) noexcept nogil:
-    """One candidate of the C-SVC fast j-scan (see _select_j_one)."""
+    """One candidate j of _select_j (kv = w_i w_j K_ij)."""
     cdef bint low = (st & ST_LOW) != 0
     cdef double fm = f if low else INFINITY
     cdef double quad = qi + qd - 2.0 * kv
@@ -663,48 +831,50 @@ cdef inline void _jstep(JAcc* a, Py_ssize_t t, double f, unsigned char st, doubl
     a.neg = quad if quad < a.neg else a.neg
     quad = quad if quad > 0 else TAU
     d = d if (low and d > 0) else 0.0
+    # d^2/quad > bn/bd, compared without dividing
     if d * d * a.bd > a.bn * quad:
         a.bn = d * d
         a.bd = quad
         a.bj = t
 
 
-cdef Py_ssize_t _select_j_fast(Problem* P, const floating* Kr, Py_ssize_t i, double Fi,
-                               double* m_low) noexcept nogil:
-    """_select_j_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
+cdef inline Py_ssize_t _select_j(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, Way way,
+                                 double* m_low) noexcept nogil:
+    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0 (WSS3).
+
+    Also returns in m_low[0] the minimum of F over I_low (for the stopping test), and records negative
+    curvature.
+    """
     cdef Py_ssize_t t, u, j = -1, A = P.A, A4 = P.A - P.A % 4
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef unsigned char* wst = P.wst
-    cdef double qi = QD[i]
-    cdef JAcc a0, a1, a2, a3
-    cdef JAcc* best
-    cdef JAcc* cand
-    a0.bn = a1.bn = a2.bn = a3.bn = 0.0
-    a0.bd = a1.bd = a2.bd = a3.bd = 1.0
-    a0.ml = a1.ml = a2.ml = a3.ml = INFINITY
-    a0.neg = a1.neg = a2.neg = a3.neg = 0.0
-    a0.bj = a1.bj = a2.bj = a3.bj = -1
-    for t in range(0, A4, 4):
-        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
-        _jstep(&a1, t + 1, F[t + 1], wst[t + 1], QD[t + 1], Kr[t + 1], qi, Fi)
-        _jstep(&a2, t + 2, F[t + 2], wst[t + 2], QD[t + 2], Kr[t + 2], qi, Fi)
-        _jstep(&a3, t + 3, F[t + 3], wst[t + 3], QD[t + 3], Kr[t + 3], qi, Fi)
-    for t in range(A4, A):
-        _jstep(&a0, t, F[t], wst[t], QD[t], Kr[t], qi, Fi)
-    a0.ml = min(min(a0.ml, a1.ml), min(a2.ml, a3.ml))
-    a0.neg = min(min(a0.neg, a1.neg), min(a2.neg, a3.neg))
-    best = NULL
+    cdef Scan v = _scan(P)
+    cdef double qi = v.QD[i], wi = v.w[i]
+    cdef JAcc a[4]
     for u in range(4):
-        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
-        if cand.bj >= 0 and (best == NULL or cand.bn * best.bd > best.bn * cand.bd
-                             or (cand.bn * best.bd == best.bn * cand.bd and cand.bj < best.bj)):
-            best = cand
-    if best != NULL:
-        j = best.bj
-    if a0.neg < -1e-6 * (fabs(qi) + 1e-300):
+        a[u].bn = 0.0
+        a[u].bd = 1.0
+        a[u].ml = INFINITY
+        a[u].neg = 0.0
+        a[u].bj = -1
+    for t in range(0, A4, 4):
+        _jstep(&a[0], t, v.F[t], v.st[t], v.QD[t], _kw(way, Kr, t, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[1], t + 1, v.F[t + 1], v.st[t + 1], v.QD[t + 1], _kw(way, Kr, t + 1, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[2], t + 2, v.F[t + 2], v.st[t + 2], v.QD[t + 2], _kw(way, Kr, t + 2, v.act, v.w, wi), qi, Fi)
+        _jstep(&a[3], t + 3, v.F[t + 3], v.st[t + 3], v.QD[t + 3], _kw(way, Kr, t + 3, v.act, v.w, wi), qi, Fi)
+    for t in range(A4, A):
+        _jstep(&a[0], t, v.F[t], v.st[t], v.QD[t], _kw(way, Kr, t, v.act, v.w, wi), qi, Fi)
+    for u in range(1, 4):
+        a[0].ml = a[u].ml if a[u].ml < a[0].ml else a[0].ml
+        a[0].neg = a[u].neg if a[u].neg < a[0].neg else a[0].neg
+    # the best ratio, ties to the smallest position
+    for u in range(4):
+        if a[u].bj >= 0 and (j < 0 or a[u].bn * a[0].bd > a[0].bn * a[u].bd
+                             or (a[u].bn * a[0].bd == a[0].bn * a[u].bd and a[u].bj < j)):
+            a[0].bn = a[u].bn
+            a[0].bd = a[u].bd
+            j = a[u].bj
+    if a[0].neg < -1e-6 * (fabs(qi) + 1e-300):
         P.neg_curv = 1
-    m_low[0] = a0.ml
+    m_low[0] = a[0].ml
     m_low[1] = INFINITY
     return j
 
@@ -714,9 +884,8 @@ ctypedef struct IAcc:
     Py_ssize_t mi
 
 
-cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double ki, double kj,
-                        double ci, double cj) noexcept nogil:
-    cdef double f = F[t] - (ci * ki + cj * kj)
+cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* wst, double dF) noexcept nogil:
+    cdef double f = F[t] - dF
     cdef double v
     F[t] = f
     v = f if (wst[t] & ST_UP) else -INFINITY
@@ -725,220 +894,222 @@ cdef inline void _istep(IAcc* a, Py_ssize_t t, double* F, const unsigned char* w
         a.mi = t
 
 
-cdef Py_ssize_t _update_fast(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                             double* Fi_out) noexcept nogil:
-    """_update_one for contiguous rows and w == 1 (the C-SVC), manually unrolled by four."""
-    cdef Py_ssize_t t, u, A = P.A, A4 = P.A - P.A % 4
-    cdef double* F = P.wF
-    cdef unsigned char* wst = P.wst
-    cdef IAcc a0, a1, a2, a3
-    cdef IAcc* best = NULL
-    cdef IAcc* cand
-    a0.mx = a1.mx = a2.mx = a3.mx = -INFINITY
-    a0.mi = a1.mi = a2.mi = a3.mi = -1
+cdef inline Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                                   Way way, double* Fi_out) noexcept nogil:
+    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up)."""
+    cdef Py_ssize_t t, u, i = -1, A = P.A, A4 = P.A - P.A % 4
+    cdef Scan v = _scan(P)
+    cdef double Fi = -INFINITY
+    cdef IAcc a[4]
+    for u in range(4):
+        a[u].mx = -INFINITY
+        a[u].mi = -1
     for t in range(0, A4, 4):
-        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
-        _istep(&a1, t + 1, F, wst, Ki[t + 1], Kj[t + 1], ci, cj)
-        _istep(&a2, t + 2, F, wst, Ki[t + 2], Kj[t + 2], ci, cj)
-        _istep(&a3, t + 3, F, wst, Ki[t + 3], Kj[t + 3], ci, cj)
+        _istep(&a[0], t, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t, v.act, v.w))
+        _istep(&a[1], t + 1, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 1, v.act, v.w))
+        _istep(&a[2], t + 2, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 2, v.act, v.w))
+        _istep(&a[3], t + 3, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t + 3, v.act, v.w))
     for t in range(A4, A):
-        _istep(&a0, t, F, wst, Ki[t], Kj[t], ci, cj)
+        _istep(&a[0], t, v.F, v.st, _dk(way, Ki, Kj, ci, cj, t, v.act, v.w))
     for u in range(4):
-        cand = &a0 if u == 0 else (&a1 if u == 1 else (&a2 if u == 2 else &a3))
-        if cand.mi >= 0 and (best == NULL or cand.mx > best.mx or (cand.mx == best.mx and cand.mi < best.mi)):
-            best = cand
-    if best == NULL:
-        Fi_out[0] = -INFINITY
-        return -1
-    Fi_out[0] = best.mx
-    return best.mi
-
-
-cdef Py_ssize_t _select_j_one(Problem* P, const floating* Kr, Py_ssize_t i, double Fi, bint direct,
-                              double* m_low) noexcept nogil:
-    """Mode 1 j-selection: the I_low member maximising d^2/quad with d = F_i - F_j > 0.
-
-    Four interleaved running bests (positions t = u mod 4) keep the compare-and-select chains
-    independent, so that the loop is bound by throughput instead of by their latency.
-    """
-    cdef Py_ssize_t t, t0, u, j = -1, A = P.A
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
-    cdef double qi = QD[i], wi = w[i], f, fm, d, quad, kv
-    cdef double bn[4]
-    cdef double bd[4]
-    cdef double ml[4]
-    cdef double neg[4]
-    cdef Py_ssize_t bj[4]
-    cdef bint low, unit = P.unit_w
-    for u in range(4):
-        bn[u] = 0.0
-        bd[u] = 1.0
-        ml[u] = INFINITY
-        neg[u] = 0.0
-        bj[u] = -1
-    for t0 in range(0, A, 4):
-        for u in range(4):
-            t = t0 + u
-            if t < A:
-                low = (wst[t] & ST_LOW) != 0
-                f = F[t]
-                fm = f if low else INFINITY
-                ml[u] = fm if fm < ml[u] else ml[u]
-                if direct and unit:
-                    kv = 2.0 * Kr[t]
-                elif direct:
-                    kv = 2.0 * wi * w[t] * Kr[t]
-                else:
-                    kv = 2.0 * wi * w[t] * Kr[act[t]]
-                quad = qi + QD[t] - kv
-                neg[u] = quad if quad < neg[u] else neg[u]
-                quad = quad if quad > 0 else TAU
-                d = Fi - f
-                d = d if (low and d > 0) else 0.0
-                # d^2/quad > bn/bd, compared without dividing
-                if d * d * bd[u] > bn[u] * quad:
-                    bn[u] = d * d
-                    bd[u] = quad
-                    bj[u] = t
-    for u in range(1, 4):
-        if ml[u] < ml[0]:
-            ml[0] = ml[u]
-        if neg[u] < neg[0]:
-            neg[0] = neg[u]
-    for u in range(4):
-        if bj[u] >= 0 and (j < 0 or bn[u] * bd[0] > bn[0] * bd[u]
-                           or (bn[u] * bd[0] == bn[0] * bd[u] and bj[u] < j)):
-            bn[0] = bn[u]
-            bd[0] = bd[u]
-            j = bj[u]
-    if neg[0] < -1e-6 * (fabs(qi) + 1e-300):
-        P.neg_curv = 1
-    m_low[0] = ml[0]
-    m_low[1] = INFINITY
-    return j
-
-
-cdef Py_ssize_t _update_one(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
-                            bint direct, double* Fi_out) noexcept nogil:
-    """Mode 1 gradient update fused with the choice of the next i (largest F over I_up).
-
-    As in _select_j_one, four interleaved running maxima break the dependency chain.
-    """
-    cdef Py_ssize_t t, t0, u, i = -1, A = P.A, r
-    cdef double* F = P.wF
-    cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
-    cdef Py_ssize_t* act = P.act
-    cdef double f, v, Fi = -INFINITY
-    cdef double mx[4]
-    cdef Py_ssize_t mi[4]
-    cdef bint unit = P.unit_w
-    for u in range(4):
-        mx[u] = -INFINITY
-        mi[u] = -1
-    for t0 in range(0, A, 4):
-        for u in range(4):
-            t = t0 + u
-            if t < A:
-                if direct and unit:
-                    f = F[t] - (ci * Ki[t] + cj * Kj[t])
-                elif direct:
-                    f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
-                else:
-                    r = act[t]
-                    f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
-                F[t] = f
-                v = f if (wst[t] & ST_UP) else -INFINITY
-                if v > mx[u]:
-                    mx[u] = v
-                    mi[u] = t
-    for u in range(4):
-        if mi[u] >= 0 and (i < 0 or mx[u] > Fi or (mx[u] == Fi and mi[u] < i)):
-            Fi = mx[u]
-            i = mi[u]
+        if a[u].mi >= 0 and (i < 0 or a[u].mx > Fi or (a[u].mx == Fi and a[u].mi < i)):
+            Fi = a[u].mx
+            i = a[u].mi
     Fi_out[0] = Fi
     return i
 
 
-cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Modes 1 and 2: two-variable steps with second-order working-set selection (WSS3).
+cdef inline void _update_groups(Problem* P, const floating* Ki, const floating* Kj, double ci, double cj,
+                                Way way, Py_ssize_t* ig, double* Fi) noexcept nogil:
+    """Mode 2 gradient update fused with the choice of the next i of each class."""
+    cdef Py_ssize_t t
+    cdef int g
+    cdef double f
+    cdef Scan v = _scan(P)
+    for t in range(P.A):
+        f = v.F[t] - _dk(way, Ki, Kj, ci, cj, t, v.act, v.w)
+        v.F[t] = f
+        if v.st[t] & ST_UP:
+            g = v.grp[t]
+            if f >= Fi[g]:
+                Fi[g] = f
+                ig[g] = t
 
-    Loops run over active positions t (variable act[t]); i, j below are positions, io, jo variables.
+
+# --------------------------------------------------------------------------------------------------
+# The SMO loop: one implementation for every mode.  A mode supplies the working-set selection (which
+# also returns the KKT gap) and the step; both communicate through a WorkingSet that also carries what a
+# step leaves for the next selection pass (the pending gradient update of mode 0, the next i of the
+# pair modes, both computed in the step's own pass over the active set).
+# --------------------------------------------------------------------------------------------------
+ctypedef struct WorkingSet:
+    Py_ssize_t i           # position of the (first) variable; -1: no violating working set
+    Py_ssize_t j           # pair modes: position of the second variable
+    Py_ssize_t ig[2]       # pair modes: candidate i per class (mode 1 uses class 0)
+    double Fi[2]           # ... and its F
+    const void* Krow[2]    # pair modes: rows of the candidates i (floating*)
+    const void* Ki         # mode 0: the row of the last step, pending
+    double ci              # mode 0: its coefficient
+    int pending            # the last step left work for the next selection
+
+
+cdef inline void _pending_update(Problem* P, ACache* AC, const floating* Ki, double ci) noexcept nogil:
+    """Mode 0: F -= w * ci * K_i over the active set (the update a step leaves for the next pass)."""
+    cdef Py_ssize_t t
+    cdef bint direct = _direct(P, AC)
+    cdef Scan v = _scan(P)
+    for t in range(P.A):
+        v.F[t] -= v.w[t] * ci * Ki[t if direct else v.act[t]]
+
+
+cdef void _settle(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
+    """Make F exact on the active set and drop the state carried between iterations.
+
+    Needed before shrinking (it reads F and moves positions) and after the last step.  ``Kb`` only
+    selects the fused type.
     """
-    cdef Py_ssize_t n = P.n, t, r, i, j, io, jo, counter
-    cdef Py_ssize_t ig[2]
-    cdef double Fi[2]
+    if W.pending and P.mode == 0:
+        _pending_update(P, AC, <const floating*> W.Ki, W.ci)
+    W.pending = 0
+
+
+cdef double _select_single(Problem* P, ACache* AC, WorkingSet* W, const floating* Kb) noexcept nogil:
+    """Mode 0: the variable whose exact, clipped line minimisation decreases the objective most.
+
+    The same pass applies the pending gradient update of the last step.  Returns the KKT gap.
+    """
+    cdef Py_ssize_t t, k, i = -1
+    cdef double m_up[2]
+    cdef double m_low[2]
+    cdef double best = 0.0, f, qd, step, gain, lim
+    cdef const floating* Ki = <const floating*> W.Ki
+    cdef double ci = W.ci
+    cdef bint first = not W.pending, direct = _direct(P, AC)
+    cdef unsigned char st
+    cdef Scan v = _scan(P)
+    m_up[0] = m_up[1] = -INFINITY
+    m_low[0] = m_low[1] = INFINITY
+    for t in range(P.A):
+        if not first:
+            v.F[t] -= v.w[t] * ci * Ki[t if direct else v.act[t]]
+        st = v.st[t]
+        f = v.F[t]
+        k = v.act[t]
+        if (st & ST_UP) and f > 0:
+            if f > m_up[0]:
+                m_up[0] = f
+            lim = P.up[k] - P.alpha[k]
+        elif (st & ST_LOW) and f < 0:
+            if f < m_low[0]:
+                m_low[0] = f
+            lim = P.lo[k] - P.alpha[k]
+        else:
+            continue
+        qd = v.QD[t]
+        if qd <= 0:
+            if qd < 0:
+                P.neg_curv = 1
+            qd = TAU
+        step = f / qd
+        if fabs(step) > fabs(lim):
+            step = lim
+        gain = step * (f - 0.5 * qd * step)
+        if gain > best:
+            best = gain
+            i = t
+    W.pending = 0
+    W.i = i
+    return _gap(P, m_up, m_low)
+
+
+cdef int _step_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W) noexcept nogil:
+    """Mode 0: move variable W.i to the minimum along its axis; the gradient update is left pending."""
+    cdef Py_ssize_t i = W.i, io = P.act[i]
+    cdef double f = P.wF[i], qd = P.wQD[i], step, lim, ai_new, db
+    cdef const floating* Ki
+    if f > 0:
+        lim = P.up[io] - P.alpha[io]
+    else:
+        lim = P.lo[io] - P.alpha[io]
+    if qd <= 0:
+        if not isfinite(lim):
+            P.unbounded = 1    # the objective decreases without end along this axis
+            return 0
+        qd = TAU
+    step = f / qd
+    if f > 0:
+        ai_new = P.up[io] if step >= lim else P.alpha[io] + step
+    else:
+        ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
+    step = ai_new - P.alpha[io]
+    Ki = _arow(P, AC, Kb, C, io)
+    if Ki == NULL:
+        return -1
+    db = _assign(P, io, ai_new)
+    P.wst[i] = P.st[io]
+    P.wF[i] -= P.D[io] * step
+    W.Ki = <const void*> Ki
+    W.ci = P.s[io] * step     # applied to F in the next pass
+    W.pending = 1
+    return _fbar_update(P, Kb, C, io, db)
+
+
+cdef int _select_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W,
+                      double* gap) noexcept nogil:
+    """Modes 1 and 2: i maximises F over I_up (per class in mode 2), j by the second-order rule.
+
+    Candidates j are compared as d^2/quad without dividing (bnum/bden is the best ratio so far).
+    """
+    cdef Py_ssize_t t, r, j = -1
+    cdef int g, access
     cdef double wi[2]
     cdef double qi[2]
     cdef double m_low[2]
-    cdef const floating* Krow[2]
-    cdef const floating* Ki
-    cdef const floating* Kj
-    cdef double f, d, dd, quad, bnum, bden, tau, room_i, room_j, ci, cj, gap, ai_new, aj_new, kij
-    cdef double dbi, dbj
-    cdef int g, unshrunk = 0, just_unshrunk = 0, have_i = 0
+    cdef double f, d, dd, quad, bnum = 0.0, bden = 1.0
+    cdef const floating* Kr
+    cdef const floating* Kg[2]
     cdef bint direct
     cdef unsigned char st
-    cdef Py_ssize_t* act = P.act
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
-    cdef double* w = P.ww
-    cdef int* grp = P.wgrp
-    cdef unsigned char* wst = P.wst
-    # a warm start has an exact gradient near the optimum: shrink at once instead of after
-    # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
-    while True:
-        if _must_stop(P):
-            break
-        if P.shrinking and not just_unshrunk:
-            counter -= 1
-            if counter == 0:
-                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
-                if _maintain(P, AC, Kb, C, &unshrunk) < 0:
-                    return -1
-                have_i = 0
-        if not have_i:
-            _select_i(P, ig, Fi)
-        have_i = 0
-        direct = _direct(P, AC)
-        for g in range(2):
-            if ig[g] >= 0:
-                Krow[g] = _arow(P, AC, Kb, C, act[ig[g]])
-                if Krow[g] == NULL:
-                    return -1
-                wi[g] = w[ig[g]]
-                qi[g] = QD[ig[g]]
-        # ---- j: the second-order choice over I_low of the same group.  Candidates are compared
-        # as d^2/quad without dividing (bnum/bden is the best ratio so far).
-        m_low[0] = m_low[1] = INFINITY
-        bnum = 0.0
-        bden = 1.0
-        j = -1
-        if P.mode == 1:
-            if ig[0] >= 0 and direct and P.unit_w:
-                j = _select_j_fast(P, Krow[0], ig[0], Fi[0], m_low)
-            elif ig[0] >= 0:
-                j = _select_j_one(P, Krow[0], ig[0], Fi[0], direct, m_low)
-            else:
-                _extremes_low(P, m_low)
-        for t in range(P.A if P.mode == 2 else 0):
-            st = wst[t]
+    cdef Scan v = _scan(P)
+    if not W.pending:
+        _select_i(P, W.ig, W.Fi)
+    W.pending = 0
+    direct = _direct(P, AC)
+    for g in range(2):
+        if W.ig[g] >= 0:
+            Kr = _arow(P, AC, Kb, C, v.act[W.ig[g]])
+            if Kr == NULL:
+                return -1
+            W.Krow[g] = <const void*> Kr
+            Kg[g] = Kr
+            wi[g] = v.w[W.ig[g]]
+            qi[g] = v.QD[W.ig[g]]
+    m_low[0] = m_low[1] = INFINITY
+    if P.mode == 1:
+        Kr = <const floating*> W.Krow[0]
+        access = _access(P, AC)
+        if W.ig[0] < 0:
+            _extremes_low(P, m_low)
+        elif access == ROW_UNIT:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <UnitRows> NULL, m_low)
+        elif access == ROW_DIRECT:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <DirectRows> NULL, m_low)
+        else:
+            j = _select_j(P, Kr, W.ig[0], W.Fi[0], <GatherRows> NULL, m_low)
+    else:
+        for t in range(P.A):
+            st = v.st[t]
             if st & ST_LOW:
-                g = grp[t]
-                f = F[t]
+                g = v.grp[t]
+                f = v.F[t]
                 if f < m_low[g]:
                     m_low[g] = f
-                d = Fi[g] - f
+                d = W.Fi[g] - f
                 if d > 0:
-                    r = t if direct else act[t]
-                    quad = qi[g] + QD[t] - 2.0 * wi[g] * w[t] * Krow[g][r]
+                    r = t if direct else v.act[t]
+                    quad = qi[g] + v.QD[t] - 2.0 * wi[g] * v.w[t] * Kg[g][r]
                     if quad <= 0:
-                        if quad < -1e-6 * (fabs(qi[g]) + fabs(QD[t])):
+                        if quad < -1e-6 * (fabs(qi[g]) + fabs(v.QD[t])):
                             P.neg_curv = 1
                         quad = TAU
                     dd = d * d
@@ -946,184 +1117,113 @@ cdef int _solve_pairs(Problem* P, ACache* AC, const floating* Kb, RowCache* C) n
                         bnum = dd
                         bden = quad
                         j = t
-        gap = _gap(P, Fi, m_low)
-        if gap < P.tol or j < 0:
-            if P.A < n:
-                if _unshrink_all(P, AC, Kb, C) < 0:
-                    return -1
-                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
-                counter = 1
-                just_unshrunk = 1
-                continue
-            break
-        just_unshrunk = 0
-        # ---- the step along d_i = c_i, d_j = -c_j (keeps every equality constraint)
-        g = grp[j]
-        i = ig[g]
-        io = act[i]
-        jo = act[j]
-        kij = Krow[g][j if direct else jo]
-        quad = QD[i] + QD[j] - 2.0 * w[i] * w[j] * kij
-        if quad <= 0:
-            quad = TAU
-        tau = (F[i] - F[j]) / quad
-        room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
-        room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
-        # land exactly on the bound that limits the step so that statuses are exact
-        if tau >= room_i or tau >= room_j:
-            if room_i <= room_j:
-                tau = room_i
-                ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
-                aj_new = P.alpha[jo] - P.c[jo] * tau
-                if room_i == room_j:
-                    aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
-            else:
-                tau = room_j
-                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
-                ai_new = P.alpha[io] + P.c[io] * tau
-        else:
-            ai_new = P.alpha[io] + P.c[io] * tau
-            aj_new = P.alpha[jo] - P.c[jo] * tau
-        Kj = _arow(P, AC, Kb, C, jo)
-        if Kj == NULL:
-            return -1
-        Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
-        if Ki == NULL:
-            return -1
-        ci = w[i] * tau
-        cj = -w[j] * tau
-        dbi = _assign(P, io, ai_new)
-        dbj = _assign(P, jo, aj_new)
-        wst[i] = P.st[io]
-        wst[j] = P.st[jo]
-        F[i] -= P.D[io] * tau
-        F[j] += P.D[jo] * tau
-        # ---- gradient update over the active set, fused with the choice of the next i
-        ig[0] = ig[1] = -1
-        Fi[0] = Fi[1] = -INFINITY
-        if P.mode == 1 and direct and P.unit_w:
-            ig[0] = _update_fast(P, Ki, Kj, ci, cj, Fi)
-        elif P.mode == 1:
-            ig[0] = _update_one(P, Ki, Kj, ci, cj, direct, Fi)
-        elif direct and P.unit_w:
-            for t in range(P.A):
-                f = F[t] - (ci * Ki[t] + cj * Kj[t])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        elif direct:
-            for t in range(P.A):
-                f = F[t] - w[t] * (ci * Ki[t] + cj * Kj[t])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        else:
-            for t in range(P.A):
-                r = act[t]
-                f = F[t] - w[t] * (ci * Ki[r] + cj * Kj[r])
-                F[t] = f
-                if wst[t] & ST_UP:
-                    g = grp[t]
-                    if f >= Fi[g]:
-                        Fi[g] = f
-                        ig[g] = t
-        have_i = 1
-        P.sum_active += P.A
-        if _fbar_update(P, Kb, C, io, dbi) < 0 or _fbar_update(P, Kb, C, jo, dbj) < 0:
-            return -1
-        P.n_iter += 1
+    W.j = j
+    W.i = -1 if j < 0 else W.ig[P.wgrp[j]]
+    gap[0] = _gap(P, W.Fi, m_low)
     return 0
 
 
-cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    """Mode 0: one variable per step, chosen by the largest exact decrease of the objective.
-
-    Loops run over active positions t (variable act[t]).
-    """
-    cdef Py_ssize_t n = P.n, t, k, r, i, io, counter
-    cdef double m_up[2]
-    cdef double m_low[2]
-    cdef double best, f, qd, step, gain, gap, ai_new, lim, db, ci
+cdef int _step_pair(Problem* P, ACache* AC, const floating* Kb, RowCache* C, WorkingSet* W) noexcept nogil:
+    """Modes 1 and 2: the exact step along d_i = c_i, d_j = -c_j (keeps every equality constraint),
+    clipped to the box; the gradient update chooses the next i in the same pass."""
+    cdef Py_ssize_t i = W.i, j = W.j, io = P.act[i], jo = P.act[j]
+    cdef int g = P.wgrp[j], access
+    cdef double quad, tau, room_i, room_j, ai_new, aj_new, ci, cj, dbi, dbj
     cdef const floating* Ki
-    cdef int unshrunk = 0, just_unshrunk = 0, have_i = 0, first
-    cdef bint direct
-    cdef unsigned char st
-    cdef Py_ssize_t* act = P.act
-    cdef double* F = P.wF
-    cdef double* QD = P.wQD
+    cdef const floating* Kj
     cdef double* w = P.ww
-    cdef unsigned char* wst = P.wst
+    cdef double kij = (<const floating*> W.Krow[g])[j if _direct(P, AC) else jo]
+    quad = P.wQD[i] + P.wQD[j] - 2.0 * w[i] * w[j] * kij
+    room_i = (P.up[io] - P.alpha[io]) if P.c[io] > 0 else (P.alpha[io] - P.lo[io])
+    room_j = (P.alpha[jo] - P.lo[jo]) if P.c[jo] > 0 else (P.up[jo] - P.alpha[jo])
+    if quad <= 0:
+        if not isfinite(room_i) and not isfinite(room_j):
+            P.unbounded = 1    # the objective decreases without end along this pair's direction
+            return 0
+        quad = TAU
+    tau = (P.wF[i] - P.wF[j]) / quad
+    # land exactly on the bound that limits the step so that statuses are exact
+    if tau >= room_i or tau >= room_j:
+        if room_i <= room_j:
+            tau = room_i
+            ai_new = P.up[io] if P.c[io] > 0 else P.lo[io]
+            aj_new = P.alpha[jo] - P.c[jo] * tau
+            if room_i == room_j:
+                aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+        else:
+            tau = room_j
+            aj_new = P.lo[jo] if P.c[jo] > 0 else P.up[jo]
+            ai_new = P.alpha[io] + P.c[io] * tau
+    else:
+        ai_new = P.alpha[io] + P.c[io] * tau
+        aj_new = P.alpha[jo] - P.c[jo] * tau
+    Kj = _arow(P, AC, Kb, C, jo)
+    if Kj == NULL:
+        return -1
+    Ki = _arow(P, AC, Kb, C, io)   # a cache may have evicted row i while fetching row j
+    if Ki == NULL:
+        return -1
+    ci = w[i] * tau
+    cj = -w[j] * tau
+    dbi = _assign(P, io, ai_new)
+    dbj = _assign(P, jo, aj_new)
+    P.wst[i] = P.st[io]
+    P.wst[j] = P.st[jo]
+    P.wF[i] -= P.D[io] * tau
+    P.wF[j] += P.D[jo] * tau
+    W.ig[0] = W.ig[1] = -1
+    W.Fi[0] = W.Fi[1] = -INFINITY
+    access = _access(P, AC)
+    if P.mode == 1:
+        if access == ROW_UNIT:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <UnitRows> NULL, W.Fi)
+        elif access == ROW_DIRECT:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <DirectRows> NULL, W.Fi)
+        else:
+            W.ig[0] = _update_one(P, Ki, Kj, ci, cj, <GatherRows> NULL, W.Fi)
+    elif access == ROW_UNIT:
+        _update_groups(P, Ki, Kj, ci, cj, <UnitRows> NULL, W.ig, W.Fi)
+    elif access == ROW_DIRECT:
+        _update_groups(P, Ki, Kj, ci, cj, <DirectRows> NULL, W.ig, W.Fi)
+    else:
+        _update_groups(P, Ki, Kj, ci, cj, <GatherRows> NULL, W.ig, W.Fi)
+    W.pending = 1
+    if _fbar_update(P, Kb, C, io, dbi) < 0:
+        return -1
+    return _fbar_update(P, Kb, C, jo, dbj)
+
+
+cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
+    """The SMO iterations of every mode: stop checks, periodic shrinking, selection, step.
+
+    Loops run over active positions t (variable act[t]).  Ends on a KKT gap below tol on the full set,
+    no violating working set, the iteration limit, Ctrl-C, or an unbounded direction.
+    """
+    cdef Py_ssize_t n = P.n
+    cdef Py_ssize_t every = n if n < SHRINK_EVERY else SHRINK_EVERY
+    cdef int unshrunk = 0, just_unshrunk = 0, rc
+    cdef double gap = 0.0
+    cdef WorkingSet W
+    W.pending = 0
+    W.ig[0] = W.ig[1] = -1
     # a warm start has an exact gradient near the optimum: shrink at once instead of after
     # min(n, 1000) full-size iterations
-    counter = 1 if P.warm else (n if n < SHRINK_EVERY else SHRINK_EVERY)
-    m_up[1] = -INFINITY
-    m_low[1] = INFINITY
-    i = -1
-    ci = 0.0
-    Ki = NULL
-    while True:
-        if _must_stop(P):
-            break
-        if P.shrinking and not just_unshrunk:
+    cdef Py_ssize_t counter = 1 if P.opt.warm else every
+    while not _must_stop(P):
+        if P.opt.shrinking and not just_unshrunk:
             counter -= 1
             if counter == 0:
-                counter = n if n < SHRINK_EVERY else SHRINK_EVERY
-                if have_i:
-                    # shrinking reads F: apply the pending update of the last step first
-                    direct = _direct(P, AC)
-                    for t in range(P.A):
-                        r = t if direct else act[t]
-                        F[t] -= w[t] * ci * Ki[r]
+                counter = every
+                _settle(P, AC, &W, Kb)    # shrinking reads F and moves positions
                 if _maintain(P, AC, Kb, C, &unshrunk) < 0:
                     return -1
-                have_i = 0
-        direct = _direct(P, AC)
-        # one pass: apply the pending gradient update (when have_i) and choose the variable whose
-        # exact line minimisation decreases the objective most
-        first = not have_i
-        m_up[0] = -INFINITY
-        m_low[0] = INFINITY
-        best = 0.0
-        i = -1
-        for t in range(P.A):
-            if not first:
-                r = t if direct else act[t]
-                F[t] -= w[t] * ci * Ki[r]
-            st = wst[t]
-            f = F[t]
-            k = act[t]
-            if (st & ST_UP) and f > 0:
-                if f > m_up[0]:
-                    m_up[0] = f
-                lim = P.up[k] - P.alpha[k]
-            elif (st & ST_LOW) and f < 0:
-                if f < m_low[0]:
-                    m_low[0] = f
-                lim = P.lo[k] - P.alpha[k]
-            else:
-                continue
-            qd = QD[t]
-            if qd <= 0:
-                if qd < 0:
-                    P.neg_curv = 1
-                qd = TAU
-            step = f / qd
-            if fabs(step) > fabs(lim):
-                step = lim
-            gain = step * (f - 0.5 * qd * step)
-            if gain > best:
-                best = gain
-                i = t
-        have_i = 0
-        gap = _gap(P, m_up, m_low)
-        if gap < P.tol or i < 0:
+        if P.mode == 0:
+            gap = _select_single(P, AC, &W, Kb)
+        elif _select_pair(P, AC, Kb, C, &W, &gap) < 0:
+            return -1
+        if gap < P.opt.tol or W.i < 0:
             if P.A < n:
+                # check optimality on the full set before shrinking again (else shrink/unshrink cycles)
                 if _unshrink_all(P, AC, Kb, C) < 0:
                     return -1
                 counter = 1
@@ -1131,52 +1231,26 @@ cdef int _solve_single(Problem* P, ACache* AC, const floating* Kb, RowCache* C) 
                 continue
             break
         just_unshrunk = 0
-        io = act[i]
-        f = F[i]
-        qd = QD[i]
-        if qd <= 0:
-            qd = TAU
-        step = f / qd
-        if f > 0:
-            lim = P.up[io] - P.alpha[io]
-            ai_new = P.up[io] if step >= lim else P.alpha[io] + step
-        else:
-            lim = P.lo[io] - P.alpha[io]
-            ai_new = P.lo[io] if step <= lim else P.alpha[io] + step
-        step = ai_new - P.alpha[io]
-        Ki = _arow(P, AC, Kb, C, io)
-        if Ki == NULL:
+        rc = _step_single(P, AC, Kb, C, &W) if P.mode == 0 else _step_pair(P, AC, Kb, C, &W)
+        if rc < 0:
             return -1
-        db = _assign(P, io, ai_new)
-        wst[i] = P.st[io]
-        F[i] -= P.D[io] * step
-        ci = P.s[io] * step     # applied to F in the next pass
-        have_i = 1
+        if P.unbounded:
+            break
         P.sum_active += P.A
-        if _fbar_update(P, Kb, C, io, db) < 0:
-            return -1
         P.n_iter += 1
-    if have_i:
-        # the last step's gradient update is still pending
-        direct = _direct(P, AC)
-        for t in range(P.A):
-            r = t if direct else act[t]
-            F[t] -= w[t] * ci * Ki[r]
+    _settle(P, AC, &W, Kb)
     return 0
 
 
 cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
     cdef int rc
+    _unshrink_list(P)    # the active list is read from the start (the row cache's speculative blocks)
     rc = _init_gradient(P, Kb, C)
     if rc < 0:
         return rc
-    _unshrink_list(P)
     _ac_reset(AC, P.n, P.n)
     _sync_in(P)
-    if P.mode == 0:
-        rc = _solve_single(P, AC, Kb, C)
-    else:
-        rc = _solve_pairs(P, AC, Kb, C)
+    rc = _solve(P, AC, Kb, C)
     _sync_out(P)
     if rc < 0:
         return rc
@@ -1187,20 +1261,23 @@ cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept 
 
 
 cdef class _Provider:
-    """Python-side owner of the row cache: the slots and the column callback."""
+    """Python-side owner of the row cache: the slots and the callbacks ``column(i, out)`` (one column into
+    ``out``) and ``columns(rows, out)`` (a block of columns into the rows of ``out``)."""
 
     cdef object column
+    cdef object columns
     cdef object data
     cdef object exc
-    cdef object fill_ref
     cdef RowCache cache
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] row_of
     cdef unsigned long long[::1] stamp
+    cdef Py_ssize_t[::1] spec
 
-    def __init__(self, column, Py_ssize_t n, Py_ssize_t n_slots):
+    def __init__(self, column, columns, Py_ssize_t n, Py_ssize_t n_slots):
         cdef double[:, ::1] data
         self.column = column
+        self.columns = columns
         self.exc = None
         n_slots = max(2, min(n_slots, n))
         self.data = np.empty((n_slots, n), dtype=np.float64)
@@ -1215,10 +1292,15 @@ cdef class _Provider:
         self.cache.row_of = &self.row_of[0]
         self.cache.stamp = &self.stamp[0]
         self.cache.clock = 0
-        self.fill_ref = self._fill   # keep the bound method alive: the cache holds a borrowed pointer
-        self.cache.fill = <PyObject*> self.fill_ref
+        # borrowed: the cache lives inside this object (a stored bound method would make a reference
+        # cycle, and every solve's cache would wait for the cyclic garbage collector)
+        self.cache.owner = <PyObject*> self
         self.cache.error = 0
         self.cache.n_miss = 0
+        self.cache.block = min(16, n_slots // 8)
+        self.spec = np.empty(max(self.cache.block, 1), dtype=np.intp)
+        self.cache.spec = &self.spec[0]
+        self.cache.act = NULL    # set by solve for the duration of a run
 
     def _fill(self, Py_ssize_t i, Py_ssize_t slot):
         out = self.data[slot]
@@ -1228,128 +1310,137 @@ cdef class _Provider:
             self.exc = exc
             raise
 
+    def _fill_many(self, rows, slots):
+        block = np.empty((len(rows), self.data.shape[1]), dtype=np.float64)
+        try:
+            self.columns(rows, block)
+        except BaseException as exc:
+            self.exc = exc
+            raise
+        self.data[slots] = block
+
     @property
     def n_miss(self):
         return self.cache.n_miss
 
 
-def solve(K, _Provider provider, double[::1] alpha, const double[::1] p, const double[::1] lo,
-          const double[::1] up, const double[::1] c, const double[::1] s, const double[::1] D,
-          const double[::1] QD, const int[::1] grp, int mode, double tol, long long max_iter, bint shrinking,
-          unsigned char[::1] active_cache, bint warm=False):
-    """Run the solver in place on ``alpha`` (already feasible).
+cdef class QP:
+    """The per-variable data of one problem, as the core reads it (see the module docstring).
 
-    ``K`` is a C-contiguous float32/float64 square matrix, or None when ``provider`` serves the rows.
-    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking
-    has started; its size bounds that cache.
-    Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter`` and ``neg_curv``.
+    Every array has length n: ``p`` linear term, ``lower``/``upper`` bounds, ``c`` equality signs (+-1),
+    ``s`` kernel signs, ``ridge`` the diagonal ``D``, ``diag`` the diagonal of ``Q`` (``K_kk + D_k``),
+    ``group`` the class (0/1) in mode 2.  ``mode`` is 0, 1 or 2.
+    """
+
+    cdef readonly int mode
+    cdef readonly Py_ssize_t n
+    cdef const double[::1] p, lo, up, c, s, D, QD
+    cdef const int[::1] grp
+
+    def __init__(self, int mode, *, const double[::1] p, const double[::1] lower, const double[::1] upper,
+                 const double[::1] c, const double[::1] s, const double[::1] ridge, const double[::1] diag,
+                 const int[::1] group):
+        if mode not in (0, 1, 2):
+            raise ValueError(f"mode must be 0, 1 or 2; got {mode}")
+        self.n = p.shape[0]
+        for name, arr in (("lower", lower), ("upper", upper), ("c", c), ("s", s), ("ridge", ridge),
+                          ("diag", diag), ("group", group)):
+            if arr.shape[0] != self.n:
+                raise ValueError(f"{name} has length {arr.shape[0]}; expected {self.n}")
+        self.mode = mode
+        self.p, self.lo, self.up, self.c, self.s, self.D, self.QD = p, lower, upper, c, s, ridge, diag
+        self.grp = group
+
+
+def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] active_cache):
+    """Run the solver in place on ``alpha`` (already feasible) for the problem ``qp``.
+
+    ``kernel`` is a C-contiguous float32/float64 square matrix, or a ``_Provider`` that serves its rows.
+    ``options`` fills the C struct ``Options`` (a mapping with ``tol``, ``max_iter`` (< 0: no limit),
+    ``shrinking`` and ``warm``, whether ``alpha`` is a warm start).  ``active_cache`` is the (reusable)
+    byte buffer of the cache of active-set rows used once shrinking has started; its size bounds that
+    cache.  Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter``, ``neg_curv``,
+    ``unbounded`` and diagnostics.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
     cdef Problem P
     cdef const double[:, ::1] K64
     cdef const float[:, ::1] K32
+    cdef _Provider provider = kernel if isinstance(kernel, _Provider) else None
     cdef RowCache* C = NULL
     cdef ACache AC
     cdef int rc = 0
-    cdef Py_ssize_t elsize = 4 if (K is not None and K.dtype == np.float32) else 8
-    ac_slot_of = np.full(n, -1, dtype=np.intp)
-    ac_row_of = np.zeros(n, dtype=np.intp)
-    ac_prv = np.zeros(n + 1, dtype=np.intp)
-    ac_nxt = np.zeros(n + 1, dtype=np.intp)
-    cdef Py_ssize_t[::1] ac_slot_of_v = ac_slot_of, ac_row_of_v = ac_row_of, ac_prv_v = ac_prv
-    cdef Py_ssize_t[::1] ac_nxt_v = ac_nxt
+    if qp.n != n:
+        raise ValueError(f"alpha has length {n}; the problem has {qp.n} variables")
+    # O(n) work arrays, grouped by type
+    work = np.empty((7, n), dtype=np.float64)      # F, Fbar, Fp, w, wF, wQD, ww
+    index = np.empty((6, n + 1), dtype=np.intp)    # act, keep, active-cache slot_of, row_of, prv, nxt
+    flags = np.empty((2, n), dtype=np.uint8)       # st, wst
+    wgrp = np.empty(n, dtype=np.intc)
+    cdef double[:, ::1] dv = work
+    cdef Py_ssize_t[:, ::1] iv = index
+    cdef unsigned char[:, ::1] fv = flags
+    cdef int[::1] gv = wgrp
+    memset(&AC, 0, sizeof(AC))
     AC.data = <void*> &active_cache[0]
     # the buffer comes from numpy, aligned for doubles
-    AC.capacity = active_cache.shape[0] // elsize
+    AC.capacity = active_cache.shape[0] // (4 if (provider is None and kernel.dtype == np.float32) else 8)
     AC.stride = 1
-    AC.n_slots = 0
-    AC.n_used = 0
-    AC.slot_of = &ac_slot_of_v[0]
-    AC.row_of = &ac_row_of_v[0]
-    AC.prv = &ac_prv_v[0]
-    AC.nxt = &ac_nxt_v[0]
-    AC.enabled = 0
-    F = np.empty(n, dtype=np.float64)
-    Fbar = np.empty(n, dtype=np.float64)
-    Fp = np.empty(n, dtype=np.float64)
-    w = np.empty(n, dtype=np.float64)
-    st = np.empty(n, dtype=np.uint8)
-    act = np.empty(n, dtype=np.intp)
-    wF = np.empty(n, dtype=np.float64)
-    wQD = np.empty(n, dtype=np.float64)
-    ww = np.empty(n, dtype=np.float64)
-    wgrp = np.empty(n, dtype=np.intc)
-    wst = np.empty(n, dtype=np.uint8)
-    keep = np.empty(n, dtype=np.intp)
-    cdef Py_ssize_t[::1] keep_v = keep
-    cdef double[::1] wF_v = wF, wQD_v = wQD, ww_v = ww
-    cdef int[::1] wgrp_v = wgrp
-    cdef unsigned char[::1] wst_v = wst
-    cdef double[::1] F_v = F, Fbar_v = Fbar, Fp_v = Fp, w_v = w
-    cdef unsigned char[::1] st_v = st
-    cdef Py_ssize_t[::1] act_v = act
-    cdef bint unit_w = True
+    AC.slot_of = &iv[2, 0]
+    AC.row_of = &iv[3, 0]
+    AC.prv = &iv[4, 0]
+    AC.nxt = &iv[5, 0]
     for k in range(n):
-        Fp_v[k] = -c[k] * p[k]
-        w_v[k] = c[k] * s[k]
-        if w_v[k] != 1.0:
-            unit_w = False
+        AC.slot_of[k] = -1
+    memset(&P, 0, sizeof(P))
     P.n = n
-    P.mode = mode
-    P.alpha = &alpha[0]
-    P.F = &F_v[0]
-    P.Fbar = &Fbar_v[0]
-    P.Fp = &Fp_v[0]
-    P.QD = <double*> &QD[0]
-    P.D = <double*> &D[0]
-    P.lo = <double*> &lo[0]
-    P.up = <double*> &up[0]
-    P.c = <double*> &c[0]
-    P.s = <double*> &s[0]
-    P.w = &w_v[0]
-    P.grp = <int*> &grp[0]
-    P.st = &st_v[0]
-    P.act = &act_v[0]
-    P.wF = &wF_v[0]
-    P.wQD = &wQD_v[0]
-    P.ww = &ww_v[0]
-    P.wgrp = &wgrp_v[0]
-    P.wst = &wst_v[0]
-    P.keep = &keep_v[0]
     P.A = n
-    P.tol = tol
-    P.max_iter = max_iter
-    P.shrinking = shrinking
-    P.warm = warm
-    P.unit_w = unit_w
-    P.n_iter = 0
-    P.sum_active = 0
-    P.ac_miss = 0
-    P.neg_curv = 0
-    P.hit_max_iter = 0
-    P.interrupted = 0
-    P.error = 0
+    P.mode = qp.mode
+    P.opt = options
+    P.alpha = &alpha[0]
+    P.F, P.Fbar, P.Fp, P.w = &dv[0, 0], &dv[1, 0], &dv[2, 0], &dv[3, 0]
+    P.wF, P.wQD, P.ww = &dv[4, 0], &dv[5, 0], &dv[6, 0]
+    P.act, P.keep = &iv[0, 0], &iv[1, 0]
+    P.st, P.wst = &fv[0, 0], &fv[1, 0]
+    P.wgrp = &gv[0]
+    P.QD = <double*> &qp.QD[0]
+    P.D = <double*> &qp.D[0]
+    P.lo = <double*> &qp.lo[0]
+    P.up = <double*> &qp.up[0]
+    P.c = <double*> &qp.c[0]
+    P.s = <double*> &qp.s[0]
+    P.grp = <int*> &qp.grp[0]
+    P.unit_w = True
+    for k in range(n):
+        P.Fp[k] = -qp.c[k] * qp.p[k]
+        P.w[k] = qp.c[k] * qp.s[k]
+        if P.w[k] != 1.0:
+            P.unit_w = False
     if provider is not None:
         C = &provider.cache
+        C.act = P.act
+        C.n_act = &P.A
+        C.cursor = 0
         with nogil:
             rc = _run[double](&P, &AC, <const double*> NULL, C)
+        C.act = NULL
         if rc < 0:
             if provider.exc is not None:
                 raise provider.exc
             raise RuntimeError("the column provider failed")
-    elif K.dtype == np.float32:
-        K32 = K
+    elif kernel.dtype == np.float32:
+        K32 = kernel
         with nogil:
             rc = _run[float](&P, &AC, &K32[0, 0], C)
     else:
-        K64 = K
+        K64 = kernel
         with nogil:
             rc = _run[double](&P, &AC, &K64[0, 0], C)
     if rc < 0:
         raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
     if P.interrupted:
         raise KeyboardInterrupt(f"SMO solve interrupted after {P.n_iter} iterations")
-    G = -np.asarray(c) * F
+    G = -np.asarray(qp.c) * work[0]
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
-            "neg_curv": bool(P.neg_curv), "mean_active": P.sum_active / max(P.n_iter, 1),
-            "active_cache_misses": int(P.ac_miss)}
+            "neg_curv": bool(P.neg_curv), "unbounded": bool(P.unbounded),
+            "mean_active": P.sum_active / max(P.n_iter, 1), "active_cache_misses": int(P.ac_miss)}

@@ -2,11 +2,11 @@
 
 Three measurements on RBF kernels of ``make_classification`` data:
 
-1. cold solves: median wall time (and CPU time) of ``solve_svc`` and of ``SVC.fit``, interleaved;
+1. cold solves: median wall time (and CPU time) of the C-SVC form of ``solve_inner`` and of ``SVC.fit``, interleaved;
 2. an MKL-like sequence: ``K_t = sum_m mu_t,m K_m`` over M RBF widths with ``mu_t`` drifting
-   geometrically towards a fixed point; ``solve_svc`` warm-started from the previous alpha versus cold
+   geometrically towards a fixed point; the C-SVC warm-started from the previous alpha versus cold
    ``SVC.fit`` on every ``K_t`` (only the solves are timed, the combination is shared);
-3. peak memory allocated during one cold ``solve_svc`` (tracemalloc), next to the kernel's own size.
+3. peak memory allocated during one cold C-SVC solve (tracemalloc), next to the kernel's own size.
 
 Usage::
 
@@ -29,7 +29,7 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.svm import SVC
 
 from multikernel import smo
-from multikernel.solve.svm import solve_svc
+from multikernel.solve.svm import solve_inner, svm_problem
 from multikernel.stack.storage import DenseStack
 
 
@@ -38,6 +38,11 @@ def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     X = (X - X.mean(0)) / X.std(0)
     sq = euclidean_distances(X, squared=True)
     return sq, 2.0 * y - 1.0
+
+
+def _csvc(K: np.ndarray, y: np.ndarray, C: float, alpha0: np.ndarray | None = None, tol: float = 1e-3):
+    """The C-SVC dual through the library's one inner-problem entry point."""
+    return solve_inner(K, svm_problem("csvc", y, C), alpha0=alpha0, tol=tol)
 
 
 def _timed(fn) -> tuple[float, float, object]:
@@ -49,7 +54,7 @@ def _timed(fn) -> tuple[float, float, object]:
 def cold(K: np.ndarray, y: np.ndarray, C: float, repeats: int) -> dict[str, float]:
     ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
     for _ in range(repeats):  # interleaved, so that machine load hits both alike
-        w, c, sol = _timed(lambda: solve_svc(K, y, C=C, tol=1e-3))
+        w, c, sol = _timed(lambda: _csvc(K, y, C=C, tol=1e-3))
         ours.append(w)
         ours_cpu.append(c)
         w, c, svc = _timed(lambda: SVC(C=C, kernel="precomputed", tol=1e-3).fit(K, y))
@@ -76,7 +81,7 @@ def mkl_sequence(sq: np.ndarray, y: np.ndarray, C: float, steps: int, n_kernels:
     iters = []
     for _ in range(steps):
         stack.combine(mu, out=K)
-        w, _, sol = _timed(lambda a=alpha: solve_svc(K, y, C=C, alpha0=a, tol=1e-3))
+        w, _, sol = _timed(lambda a=alpha: _csvc(K, y, C=C, alpha0=a, tol=1e-3))
         ours += w
         alpha = sol.alpha
         iters.append(sol.n_iter)
@@ -97,7 +102,7 @@ def peak_memory(K: np.ndarray, y: np.ndarray, C: float) -> tuple[float, float]:
     def run() -> None:
         tracemalloc.start()
         tracemalloc.reset_peak()
-        solve_svc(K, y, C=C, tol=1e-3)
+        _csvc(K, y, C=C, tol=1e-3)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         out.append(peak / 2**20)

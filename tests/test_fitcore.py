@@ -189,3 +189,16 @@ def test_warm_start_reuses_the_previous_fit():
     fresh = MKLClassifier(kernels="precomputed", method="sm1mkl", tol=1e-6,
                           regularizer=create("regularizer", "box_simplex", nu=1.0)).fit(Ks, y)
     assert warm.objective_ == pytest.approx(fresh.objective_, rel=1e-5)
+
+
+def test_precomputed_asymmetric_kernel_is_symmetrized_with_a_warning():
+    X, y = _small_multiclass(7, n=30)
+    y = (y == "a").astype(int)
+    Ks = _kernels(X)
+    skewed = Ks.copy()
+    skewed[0] += 0.05 * np.triu(np.ones_like(Ks[0]), 1)  # not symmetric
+    with pytest.warns(UserWarning, match="symmetri"):
+        clf = MKLClassifier(kernels="precomputed").fit(skewed, y)
+    fixed = (skewed + np.transpose(skewed, (0, 2, 1))) / 2
+    ref = MKLClassifier(kernels="precomputed").fit(fixed, y)
+    assert clf.objective_ == pytest.approx(ref.objective_, rel=1e-9)

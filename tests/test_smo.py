@@ -13,17 +13,18 @@ from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
-from multikernel.solve.smo import StackColumns, solve_qp
-from multikernel.solve.svm import (
-    solve_nu,
-    solve_simplex_ridge,
-    solve_square_hinge,
-    solve_svc,
-    solve_svc_nobias,
-)
+from multikernel.plugins.losses import CSVCLoss, SquareHingeLoss
+from multikernel.solve.smo import StackColumns, default_max_iter, solve_qp
+from multikernel.solve.svm import InnerQP, solve_inner, svm_problem
+from multikernel.stack.storage import check_kernel_matrices
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TOL = 1e-7
+
+
+def _svm(form, K, y, C=1.0, **kw):
+    """Solve an SVM form through the one entry point."""
+    return solve_inner(K, svm_problem(form, y, C), **kw)
 
 
 def _problem(seed: int, n: int, d: int):
@@ -104,7 +105,7 @@ def test_csvc_without_bias_matches_clarabel(seed, n, d, logC):
     rng, Z, K, y = _problem(seed, max(n, 2), d)
     n = len(y)
     C = 10**logC
-    sol = solve_svc_nobias(K, y, C=C, tol=TOL)
+    sol = _svm("csvc_nobias", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.zeros(n), -np.ones(n), np.zeros(n), np.full(n, C))
     _assert_close(-sol.dual_objective, ref)
     _assert_feasible(sol.alpha, 0.0, C)
@@ -118,7 +119,7 @@ def test_nu_form_matches_clarabel(seed, n, d, slack):
     rng, Z, K, y = _problem(seed, n, d)
     # the smallest C that keeps 1'a = 1, y'a = 0 feasible, times a slack factor
     C = slack * 0.5 / min((y > 0).sum(), (y < 0).sum())
-    sol = solve_nu(K, y, C=C, tol=TOL)
+    sol = _svm("nu", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.zeros(n), np.zeros(n), np.zeros(n), np.full(n, C), y=y, y_sum=0.0, total=1.0)
     assert abs(-sol.dual_objective - ref) <= 1e-6 * (1 + abs(ref))
     _assert_feasible(sol.alpha, 0.0, C, y=y, y_sum=0.0, total=1.0)
@@ -132,7 +133,7 @@ def test_simplex_with_ridge_matches_clarabel(seed, n, d, signed, logr):
     rng, Z, K, y = _problem(seed, max(n, 2), d)
     n = len(y)
     ridge = 10**logr * rng.uniform(0.5, 2.0, n)
-    sol = solve_simplex_ridge(K, ridge, y=y if signed else None, tol=TOL)
+    sol = solve_inner(K, InnerQP(y=y if signed else None, signed=signed, ridge=ridge, total=1.0), tol=TOL)
     s = y if signed else np.ones(n)
     ref = _reference(Z, s, ridge, np.zeros(n), np.zeros(n), np.full(n, np.inf), total=1.0)
     _assert_close(-sol.dual_objective, ref)
@@ -145,38 +146,91 @@ def test_simplex_with_ridge_matches_clarabel(seed, n, d, signed, logr):
 def test_square_hinge_matches_clarabel(seed, n, d, logC):
     rng, Z, K, y = _problem(seed, n, d)
     C = 10**logC
-    sol = solve_square_hinge(K, y, C=C, tol=TOL)
+    sol = _svm("square_hinge", K, y, C=C, tol=TOL)
     ref = _reference(Z, y, np.full(n, 1.0 / C), -np.ones(n), np.zeros(n), np.full(n, np.inf), y=y, y_sum=0.0)
     _assert_close(-sol.dual_objective, ref)
     assert sol.primal_objective >= sol.dual_objective - 1e-9 * (1 + abs(ref))
     assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(ref))
 
 
-@SETTINGS
-@given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
-       equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
-def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
-    """Random linear term, bounds (some negative, some equal), ridge and right-hand sides."""
+def _general(seed, n, d, equality):
+    """Random linear term, bounds (some negative, some equal, a few infinite with a ridge), ridge and
+    right-hand sides taken from a point of the box."""
     rng, Z, K, y = _problem(seed, n, d)
     p = rng.normal(size=n)
     lo = rng.uniform(-1.0, 0.5, n)
-    up = lo + rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.9)
     ridge = rng.uniform(0, 0.5, n) * (rng.random(n) < 0.5)
-    feasible = rng.uniform(lo, up)  # right-hand sides taken from a point of the box
+    up = lo + rng.uniform(0.0, 2.0, n) * (rng.random(n) < 0.9)
+    up[(rng.random(n) < 0.2) & (ridge > 0)] = np.inf
+    feasible = np.where(np.isinf(up), lo + 1.0, rng.uniform(lo, np.where(np.isinf(up), lo, up)))
     y_sum = float(y @ feasible) if equality in ("y", "both") else None
     total = float(feasible.sum()) if equality in ("ones", "both") else None
-    res = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
-                   tol=TOL)
+    return rng, Z, K, y, dict(p=p, lower=lo, upper=up, ridge=ridge, y_sum=y_sum, total=total)
+
+
+GENERAL = given(seed=st.integers(0, 2**31), n=st.integers(2, 12), d=st.integers(1, 6),
+                equality=st.sampled_from(["none", "y", "ones", "both"]), signed=st.booleans())
+
+
+@SETTINGS
+@GENERAL
+def test_general_qp_matches_clarabel(seed, n, d, equality, signed):
+    rng, Z, K, y, qp = _general(seed, n, d, equality)
+    lo, up, eq = qp["lower"], qp["upper"], dict(y=y, y_sum=qp["y_sum"], total=qp["total"])
+    res = solve_qp(K, y, signed=signed, tol=TOL, **qp)
     s = y if signed else np.ones(n)
-    ref = _reference(Z, s, ridge, p, lo, up, y=y, y_sum=y_sum, total=total)
+    ref = _reference(Z, s, qp["ridge"], qp["p"], lo, up, **eq)
     _assert_close(res.objective, ref)
-    _assert_feasible(res.alpha, lo, up, y=y, y_sum=y_sum, total=total)
+    _assert_feasible(res.alpha, lo, up, **eq)
     assert res.kkt_violation <= TOL
     # a warm start anywhere (infeasible too) is projected and reaches the same optimum
-    warm = solve_qp(K, y, p=p, lower=lo, upper=up, ridge=ridge, signed=signed, y_sum=y_sum, total=total,
-                    tol=TOL, alpha0=rng.normal(size=n) * 3)
+    warm = solve_qp(K, y, signed=signed, tol=TOL, alpha0=rng.normal(size=n) * 3, **qp)
     _assert_close(warm.objective, ref)
-    _assert_feasible(warm.alpha, lo, up, y=y, y_sum=y_sum, total=total)
+    _assert_feasible(warm.alpha, lo, up, **eq)
+
+
+@SETTINGS
+@GENERAL
+def test_general_inner_problem_is_certified(seed, n, d, equality, signed):
+    """solve_inner on random general data (the form later inner problems use): its dual objective is the
+    optimum of Clarabel, and its generic primal bound is above it and closes the gap."""
+    rng, Z, K, y, qp = _general(seed, n, d, equality)
+    problem = InnerQP(y=y, signed=signed, **qp)
+    sol = solve_inner(K, problem, tol=TOL)
+    s = y if signed else np.ones(n)
+    optimum = -_reference(Z, s, qp["ridge"], qp["p"], qp["lower"], qp["upper"], y=y, y_sum=qp["y_sum"],
+                          total=qp["total"])
+    _assert_close(sol.dual_objective, optimum)
+    assert sol.primal_objective >= optimum - 1e-7 * (1 + abs(optimum))
+    assert sol.primal_objective - sol.dual_objective <= 1e-5 * (1 + abs(optimum))
+    np.testing.assert_allclose(sol.coef, s * sol.alpha)
+    assert sol.dual_objective == pytest.approx(problem.linear_term(sol.alpha) - 0.5 * sol.coef @ K @ sol.coef,
+                                               rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("form", ["csvc", "csvc_nobias", "nu", "square_hinge"])
+def test_svm_forms_certify_with_their_primal_objective(form):
+    """The generic bound of solve_inner is, for each SVM form, that form's primal objective at the returned
+    classifier, written here from the kernel independently."""
+    K, y = _rbf(50, seed=11)
+    C = 0.3 if form == "nu" else 2.0
+    sol = _svm(form, K, y, C=C, tol=1e-6)
+    f = K @ sol.coef + sol.bias
+    q = sol.coef @ K @ sol.coef
+    if form == "nu":
+        # the margin rho is the one of the solver: the mean of y f over the free variables
+        free = (sol.alpha > 1e-12) & (sol.alpha < C - 1e-12)
+        rho = float(np.mean(y[free] * f[free]))
+        primal = 0.5 * q - rho + C * np.maximum(0, rho - y * f).sum()
+        tol = 1e-6
+    elif form == "square_hinge":
+        primal = 0.5 * q + 0.5 * C * (np.maximum(0, 1 - y * f) ** 2).sum()
+        tol = 1e-9
+    else:
+        primal = 0.5 * q + C * np.maximum(0, 1 - y * f).sum()
+        tol = 1e-9
+    assert sol.primal_objective == pytest.approx(primal, rel=tol)
+    assert sol.bias == 0.0 if form == "csvc_nobias" else sol.bias != 0.0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -191,7 +245,7 @@ def test_csvc_matches_sklearn(C, n):
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     Kall = np.exp(-sq / 4.0)
     K, Kt, ytr = Kall[:n, :n], Kall[n:, :n], y[:n]
-    sol = solve_svc(K, ytr, C=C, tol=1e-6)
+    sol = _svm("csvc", K, ytr, C=C, tol=1e-6)
     svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, ytr)
     a = np.zeros(n)
     a[svc.support_] = np.abs(svc.dual_coef_[0])
@@ -217,16 +271,28 @@ def _rbf(n, seed=0, d=3):
     return K, y
 
 
-@pytest.mark.parametrize("solver", [solve_svc, solve_nu, solve_square_hinge])
-def test_single_class_is_an_error(solver):
+@pytest.mark.parametrize("form", ["csvc", "nu", "square_hinge"])
+def test_single_class_is_an_error(form):
     K, _ = _rbf(10)
     with pytest.raises(ValueError, match="one class"):
-        solver(K, np.ones(10))
+        _svm(form, K, np.ones(10))
+
+
+def test_unknown_form_and_bad_C_are_errors():
+    K, y = _rbf(10)
+    with pytest.raises(ValueError, match="unknown SVM form 'hinge'.*csvc"):
+        svm_problem("hinge", y, 1.0)
+    for C in (0.0, -1.0, np.inf, np.ones(3)):
+        with pytest.raises(ValueError, match="C must be a positive"):
+            svm_problem("csvc", y, C)
+    # every real number type is a valid C
+    for C in (np.float32(2.0), np.int64(2), 2):
+        assert svm_problem("csvc", y, C).upper == 2.0
 
 
 def test_single_class_without_bias_is_solved():
     K, _ = _rbf(10)
-    sol = solve_svc_nobias(K, np.ones(10), C=1.0, tol=1e-8)
+    sol = _svm("csvc_nobias", K, np.ones(10), C=1.0, tol=1e-8)
     assert (sol.alpha > 0).any()
     assert abs(sol.primal_objective - sol.dual_objective) <= 1e-5
 
@@ -235,8 +301,8 @@ def test_duplicate_points():
     K, y = _rbf(30)
     idx = np.r_[np.arange(30), np.arange(10)]
     Kd, yd = K[np.ix_(idx, idx)], y[idx]
-    sol = solve_svc(Kd, yd, C=1.0, tol=1e-7)
-    ref = solve_svc(K, y, C=1.0, tol=1e-7)
+    sol = _svm("csvc", Kd, yd, C=1.0, tol=1e-7)
+    ref = _svm("csvc", K, y, C=1.0, tol=1e-7)
     assert sol.primal_objective - sol.dual_objective <= 1e-4 * (1 + abs(sol.dual_objective))
     # duplicating points is duplicating their loss terms: not the same problem, but bounded by it
     assert sol.dual_objective >= ref.dual_objective - 1e-6
@@ -246,9 +312,9 @@ def test_rank_one_and_zero_kernels():
     n, C = 12, 0.7
     y = np.array([1.0, -1.0] * 6)
     v = np.linspace(-1, 1, n)
-    sol = solve_svc(np.outer(v, v), y, C=C, tol=1e-8)
+    sol = _svm("csvc", np.outer(v, v), y, C=C, tol=1e-8)
     assert sol.primal_objective - sol.dual_objective <= 1e-5
-    zero = solve_svc(np.zeros((n, n)), y, C=C, tol=1e-8)
+    zero = _svm("csvc", np.zeros((n, n)), y, C=C, tol=1e-8)
     # with a zero kernel the dual is linear: sum(alpha) is maximal under y'alpha = 0
     assert zero.dual_objective == pytest.approx(2 * C * 6)
 
@@ -260,14 +326,14 @@ def test_non_psd_kernel_terminates_and_warns():
     y = np.where(rng.random(20) < 0.5, 1.0, -1.0)
     y[:2] = [1, -1]
     with pytest.warns(RuntimeWarning, match="positive semi-definite"):
-        sol = solve_svc(K, y, C=1.0)
+        sol = _svm("csvc", K, y, C=1.0)
     assert np.isfinite(sol.dual_objective) and (sol.alpha >= 0).all() and (sol.alpha <= 1.0).all()
 
 
 @pytest.mark.parametrize("C", [1e-8, 1e8])
 def test_extreme_C(C):
     K, y = _rbf(40)
-    sol = solve_svc(K, y, C=C, tol=1e-6)
+    sol = _svm("csvc", K, y, C=C, tol=1e-6)
     svc = SVC(C=C, kernel="precomputed", tol=1e-6).fit(K, y)
     a = np.zeros(len(y))
     a[svc.support_] = np.abs(svc.dual_coef_[0])
@@ -278,7 +344,7 @@ def test_extreme_C(C):
 def test_infeasible_settings_raise():
     K, y = _rbf(10)
     with pytest.raises(ValueError, match="infeasible"):
-        solve_nu(K, y, C=1e-3)
+        _svm("nu", K, y, C=1e-3)
     with pytest.raises(ValueError, match="infeasible"):
         solve_qp(K, p=0.0, upper=0.05, total=1.0)
     with pytest.raises(ValueError, match="infeasible"):
@@ -287,12 +353,12 @@ def test_infeasible_settings_raise():
 
 def test_float32_and_fortran_order_give_the_float64_result():
     K, y = _rbf(80)
-    ref = solve_svc(K, y, C=2.0, tol=1e-6)
-    fort = solve_svc(np.asfortranarray(K), y, C=2.0, tol=1e-6)
+    ref = _svm("csvc", K, y, C=2.0, tol=1e-6)
+    fort = _svm("csvc", np.asfortranarray(K), y, C=2.0, tol=1e-6)
     np.testing.assert_array_equal(fort.alpha, ref.alpha)
     K32 = K.astype(np.float32)
-    low = solve_svc(K32, y, C=2.0, tol=1e-6)
-    low_f = solve_svc(np.asfortranarray(K32), y, C=2.0, tol=1e-6)
+    low = _svm("csvc", K32, y, C=2.0, tol=1e-6)
+    low_f = _svm("csvc", np.asfortranarray(K32), y, C=2.0, tol=1e-6)
     np.testing.assert_array_equal(low.alpha, low_f.alpha)
     assert abs(low.dual_objective - ref.dual_objective) <= 1e-5 * abs(ref.dual_objective)
 
@@ -315,14 +381,14 @@ def test_warm_start_same_optimum_fewer_iterations():
     y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.normal(size=400) > 0, 1.0, -1.0)
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     K1, K2 = np.exp(-sq / 5.0), np.exp(-sq / 10.0)
-    first = solve_svc(0.5 * K1 + 0.5 * K2, y, C=10.0, tol=1e-5)
+    first = _svm("csvc", 0.5 * K1 + 0.5 * K2, y, C=10.0, tol=1e-5)
     Kn = 0.52 * K1 + 0.48 * K2  # the kernel drifts a little, as in an MKL outer loop
-    cold = solve_svc(Kn, y, C=10.0, tol=1e-5)
-    warm = solve_svc(Kn, y, C=10.0, alpha0=first.alpha, tol=1e-5)
+    cold = _svm("csvc", Kn, y, C=10.0, tol=1e-5)
+    warm = _svm("csvc", Kn, y, C=10.0, alpha0=first.alpha, tol=1e-5)
     assert warm.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
     assert warm.n_iter < cold.n_iter
     # an infeasible warm start is projected first and still reaches the optimum
-    bad = solve_svc(Kn, y, C=10.0, alpha0=rng.uniform(-5, 20, 400), tol=1e-5)
+    bad = _svm("csvc", Kn, y, C=10.0, alpha0=rng.uniform(-5, 20, 400), tol=1e-5)
     assert bad.dual_objective == pytest.approx(cold.dual_objective, rel=1e-5)
 
 
@@ -354,6 +420,66 @@ def test_shrinking_does_not_change_the_optimum():
     assert simplex.objective == pytest.approx(simplex_off.objective, rel=1e-6)
     assert max(on.kkt_violation, nob.kkt_violation) <= 1e-6
     assert max(nu.kkt_violation, simplex.kkt_violation) <= 1e-8
+
+
+# --------------------------------------------------------------------------------------------------
+# Termination on kernels that break the assumptions (user defect: fit ran forever)
+# --------------------------------------------------------------------------------------------------
+def _asymmetric(n=8, seed=0):
+    """A kernel far from symmetric, on which SMO cycles (checked: it never converges)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))
+    return K + 0.5 * rng.normal(size=(n, n)), y
+
+
+def test_default_iteration_limit_is_libsvms():
+    assert default_max_iter(20) == 10_000_000
+    assert default_max_iter(10**6) == 100 * 10**6
+    K, y = _rbf(10)
+    for bad in (0, -2, 2.5, "10"):
+        with pytest.raises(ValueError, match="max_iter must be"):
+            solve_qp(K, y, p=-1.0, upper=1.0, y_sum=0.0, max_iter=bad)
+
+
+def test_asymmetric_kernel_stops_at_the_default_limit_with_advice():
+    A, y = _asymmetric()
+    advice = r"iteration limit \(max_iter=10000000\).*not symmetric.*check_kernel_matrices"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # the asymmetric matrix is also indefinite
+        with pytest.warns(ConvergenceWarning, match=advice):
+            res = solve_qp(A, y, p=-1.0, upper=10.0, y_sum=0.0)
+        assert not res.converged and res.n_iter == default_max_iter(len(y))
+        with pytest.warns(ConvergenceWarning, match=advice):
+            sol = CSVCLoss(C=10.0).solve(A, y)
+        assert np.isfinite(sol.dual_objective) and (0 <= sol.alpha).all() and (sol.alpha <= 10.0).all()
+        # the check for precomputed kernels symmetrizes it, and the same problem then converges
+        with pytest.warns(UserWarning) as record:
+            As = check_kernel_matrices(A)
+        assert any("not symmetric" in str(w.message) for w in record)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ConvergenceWarning)
+            assert solve_qp(As, y, p=-1.0, upper=10.0, y_sum=0.0).converged
+
+
+def test_indefinite_kernel_terminates():
+    A, y = _asymmetric(n=20)
+    S = (A + A.T) / 2
+    assert np.linalg.eigvalsh(S).min() < -1.0
+    # bounded variables: the curvature floor keeps every step finite, the solve converges
+    with pytest.warns(RuntimeWarning, match="not positive semi-definite"):
+        res = solve_qp(S, y, p=-1.0, upper=10.0, y_sum=0.0)
+    assert res.converged and res.kkt_violation <= 1e-3
+    with pytest.warns(RuntimeWarning, match="not positive semi-definite"):
+        sol = CSVCLoss(C=10.0).solve(S, y)
+    assert np.isfinite(sol.primal_objective)
+    # unbounded variables (the square hinge): the objective has no minimum; the solver says so at once
+    with pytest.raises(ValueError, match="unbounded below.*indefinite"):
+        solve_qp(S, y, p=-1.0, upper=np.inf, ridge=0.01, y_sum=0.0)
+    with pytest.raises(ValueError, match="unbounded below"):
+        SquareHingeLoss(C=100.0).solve(S, y)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -405,7 +531,7 @@ def test_fortran_input_is_read_in_place_and_threads_agree():
     assert as_symmetric_rows(K) is K
     # the solver releases the GIL and keeps its scratch buffers per thread: concurrent solves agree
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = list(pool.map(lambda C: solve_svc(KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
+        results = list(pool.map(lambda C: _svm("csvc", KF, y, C=C, tol=1e-6), [0.5, 5.0, 0.5, 5.0]))
     np.testing.assert_array_equal(results[0].alpha, results[2].alpha)
     np.testing.assert_array_equal(results[1].alpha, results[3].alpha)
     assert results[0].alpha.max() <= 0.5 < results[1].alpha.max()

@@ -21,7 +21,7 @@ from multikernel.plugins.kernels import (
 from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.kernelset import KernelSet
 from multikernel.stack.memory import estimate_stack_memory, parse_bytes
-from multikernel.stack.storage import DenseStack, LazyStack, MemmapStack
+from multikernel.stack.storage import DenseStack, LazyColumns, LazyStack, MemmapStack, check_kernel_matrices
 
 BACKENDS = ("dense", "memmap", "lazy")
 NORMS = ("none", "trace", "unit_diagonal", "center")
@@ -377,3 +377,188 @@ def test_quad_forms_of_a_kernel_subset(view):
     np.testing.assert_allclose(S.quad_forms(v, ks), S.quad_forms(v)[ks], rtol=1e-13)
     with pytest.raises(ValueError, match="out of range"):
         S.quad_forms(v, [6])
+
+
+# -------------------------------------------------------------------------------------------------
+# The lazy backend serves the solver by columns: no n x n matrix in a fit
+# -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("normalize", NORMS)
+def test_lazy_column_provider_gives_the_combined_kernel(normalize):
+    X, _ = _data(6)
+    w = np.random.default_rng(6).random(len(_builders())) * np.array([1, 0, 1, 1, 0, 1, 1])
+    dense = KernelSet(_builders(), normalize=normalize).fit_stack(X)
+    lazy = KernelSet(_builders(), normalize=normalize, backend="lazy", block_size=3000, cache_size=3).fit_stack(X)
+    ref = dense.combine(w)
+    columns = CombinedKernel(lazy)(w)
+    assert isinstance(columns, LazyColumns) and columns.n == len(X) and columns.cache_size == 3
+    idx = np.array([4, 0, 17, 9])
+    out = np.empty((len(idx), len(X)))
+    columns.columns(idx, out)
+    np.testing.assert_allclose(out, ref[idx], atol=1e-10)
+    one = np.empty(len(X))
+    columns.column(5, one)
+    np.testing.assert_allclose(one, ref[:, 5], atol=1e-10)
+    np.testing.assert_allclose(columns.diagonal(), np.diagonal(ref), atol=1e-10)
+    # a fold of the training stack keeps the cache size and serves its own columns
+    fold = np.arange(1, len(X), 3)
+    sub = lazy.subset(fold)
+    assert sub.cache_size == 3
+    sub.column_provider(w).columns(np.arange(len(fold)), out := np.empty((len(fold), len(fold))))
+    np.testing.assert_allclose(out, ref[np.ix_(fold, fold)], atol=1e-10)
+    with pytest.raises(ValueError, match="rows are its columns"):
+        lazy.subset(fold, fold - 1).column_provider(w)
+    assert isinstance(CombinedKernel(dense)(w), np.ndarray)
+
+
+def test_cache_size_is_validated():
+    for bad in (0, -1.0, np.nan, "200"):
+        with pytest.raises(ValueError, match="cache_size"):
+            KernelSet(_builders(), backend="lazy", cache_size=bad)
+
+
+@pytest.mark.parametrize("solver", ["bcd", "reduced_gradient", "level"])
+def test_lazy_fit_matches_dense_and_never_combines(solver, monkeypatch):
+    from multikernel.core.interfaces import MKLProblem
+    from multikernel.core.registry import get_registry
+    from multikernel.plugins.losses import CSVCLoss
+
+    reg = get_registry()
+    rng = np.random.default_rng(7)
+    X = rng.random((80, 4))
+    y = np.where(X[:, 0] + X[:, 1] ** 2 + 0.2 * rng.normal(size=80) > 0.8, 1.0, -1.0)
+    results = {}
+    for backend in ("dense", "lazy"):
+        # a cache of 20 columns: columns are evicted and recomputed during the solves
+        stack = KernelSet(_builders(), normalize="trace", backend=backend, cache_size=20 * 80 * 8 / 2**20,
+                          block_size=3000).fit_stack(X)
+        if backend == "lazy":
+            monkeypatch.setattr(LazyStack, "combine", _refuse_combine)
+        problem = MKLProblem(stack=stack, y=y, loss=CSVCLoss(C=10.0), regularizer=reg.create("regularizer", "simplex"),
+                             tol=1e-4, max_iter=300, inner_tol=1e-6)
+        results[backend] = reg.create("solver", solver).solve(problem)
+    dense, lazy = results["dense"], results["lazy"]
+    assert dense.converged and lazy.converged
+    assert lazy.objective == pytest.approx(dense.objective, rel=1e-4)
+    np.testing.assert_allclose(lazy.weights, dense.weights, atol=5e-3)
+
+
+def _refuse_combine(self, *args, **kwargs):
+    raise AssertionError("a fit combined a lazy stack densely")
+
+
+@pytest.mark.parametrize("multiclass", ["ovr", "shared"])
+def test_lazy_estimator_fit_never_combines(multiclass, monkeypatch):
+    from multikernel import MKLClassifier
+
+    rng = np.random.default_rng(8)
+    X = rng.random((60, 3))
+    y = (X[:, 0] * 3).astype(int)  # three classes
+    kw = dict(kernels=_builders()[:4], method="l1mkl", C=5.0, multiclass=multiclass, tol=1e-4)
+    dense = MKLClassifier(**kw).fit(X, y)
+    with monkeypatch.context() as patch:
+        patch.setattr(LazyStack, "combine", _refuse_combine)
+        lazy = MKLClassifier(kernel_backend="lazy", **kw).fit(X, y)
+    np.testing.assert_allclose(lazy.weights_, dense.weights_, atol=5e-3)
+    assert np.mean(lazy.predict(X) == dense.predict(X)) >= 0.95
+
+
+def test_lazy_fit_memory_is_bounded_by_the_cache():
+    """One outer iteration at n = 3000 (an inner solve on the combined kernel, then the quadratic forms)
+    allocates a small fraction of the n x n float64 matrix (72 MB) that a dense combination would need."""
+    import threading
+    import tracemalloc
+
+    from multikernel.plugins.losses import CSVCLoss
+
+    rng = np.random.default_rng(9)
+    n = 3000
+    X = rng.normal(size=(n, 4))
+    y = np.where(X[:, 0] * X[:, 1] + 0.3 * rng.normal(size=n) > 0, 1.0, -1.0)
+    stack = KernelSet([RBFKernel(gamma_scale=s) for s in (0.5, 2.0)] + [LinearKernel()], normalize="trace",
+                      backend="lazy", cache_size=4, block_size="2MB").fit_stack(X)
+    peak = {}
+
+    def one_iteration():  # in a fresh thread: no solver scratch buffer from earlier tests to reuse
+        tracemalloc.start()
+        sol = CSVCLoss(C=1.0).solve(CombinedKernel(stack)(np.full(3, 1 / 3)), y, tol=1e-2)
+        q = stack.quad_forms(sol.coef)
+        peak["bytes"] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        peak["gap"] = sol.primal_objective - sol.dual_objective
+        peak["q"] = q
+
+    thread = threading.Thread(target=one_iteration)
+    thread.start()
+    thread.join()
+    assert np.all(peak["q"] > 0) and peak["gap"] >= -1e-9
+    assert peak["bytes"] < n * n * 8 / 4, peak["bytes"] / 2**20
+
+
+# -------------------------------------------------------------------------------------------------
+# Precomputed kernels from users
+# -------------------------------------------------------------------------------------------------
+def _psd_stack(n=30, seed=10):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    return np.stack([X @ X.T, np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))])
+
+
+def test_check_kernel_matrices_passes_good_kernels_unchanged():
+    import warnings
+
+    S = _psd_stack()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert check_kernel_matrices(S) is S
+        K0 = S[0]
+        assert check_kernel_matrices(K0) is K0
+        S32 = S.astype(np.float32)
+        assert check_kernel_matrices(S32) is S32
+        # rounding-level asymmetry is tolerated (no copy)
+        R = S + 1e-13 * np.random.default_rng(0).random(S.shape)
+        assert check_kernel_matrices(R) is R
+        # cross kernels: only finiteness
+        C = np.random.default_rng(1).random((2, 30, 30))
+        assert check_kernel_matrices(C, training=False) is C
+        assert check_kernel_matrices(S[:, :5], training=False).shape == (2, 5, 30)
+    assert check_kernel_matrices(np.eye(3, dtype=int)).dtype == np.float64
+
+
+def test_check_kernel_matrices_refuses_non_finite_values():
+    S = _psd_stack()
+    for bad in (np.nan, np.inf, -np.inf):
+        T = S.copy()
+        T[1, 4, 7] = bad
+        with pytest.raises(ValueError, match=r"kernel 1 has NaN or infinite entries \(the first at row 4, column 7"):
+            check_kernel_matrices(T)
+        with pytest.raises(ValueError, match="the kernel has NaN"):
+            check_kernel_matrices(T[1], training=False)
+    with pytest.raises(ValueError, match="2-D.*3-D"):
+        check_kernel_matrices(np.ones(4))
+
+
+def test_check_kernel_matrices_symmetrizes_with_a_warning():
+    S = _psd_stack()
+    A = S.copy()
+    A[1, 2, 5] += 0.1
+    with pytest.warns(UserWarning, match=r"kernels \[1\] are not symmetric.*\(K \+ K'\)/2"):
+        out = check_kernel_matrices(A)
+    np.testing.assert_array_equal(out[0], S[0])
+    np.testing.assert_allclose(out[1], (A[1] + A[1].T) / 2)
+    assert A[1, 2, 5] != A[1, 5, 2]  # the input is not modified
+    # the same stack with the kernels on the last axis (the layout scikit-learn's splitters keep)
+    with pytest.warns(UserWarning, match="not symmetric"):
+        last = check_kernel_matrices(np.moveaxis(A, 0, -1), kernel_axis=-1)
+    np.testing.assert_allclose(np.moveaxis(last, -1, 0), out)
+
+
+def test_check_kernel_matrices_hints_at_indefinite_kernels():
+    S = _psd_stack()
+    neg = S.copy()
+    neg[0, 3, 3] = -1.0
+    with pytest.warns(UserWarning, match=r"kernel 0 is not positive semi-definite \(negative diagonal entry K\[3, 3\]"):
+        check_kernel_matrices(neg)
+    minor = S[1].copy()
+    minor[2, 6] = minor[6, 2] = 1.5  # above sqrt(K_22 K_66) = 1
+    with pytest.warns(UserWarning, match=r"not positive semi-definite \(K\[2, 6\]\^2"):
+        check_kernel_matrices(minor)

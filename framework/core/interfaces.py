@@ -34,6 +34,7 @@ __all__ = [
     "SampleLoss",
     "InnerSolution",
     "InnerProblem",
+    "KernelColumns",
     "LossBlocks",
     "Regularizer",
     "Solver",
@@ -89,6 +90,39 @@ class KernelBuilder(Component, abc.ABC):
                           for k, v in sorted(params.items()) if defaults.get(k, object()) != v)
         subset = "" if columns is None else f"[{','.join(map(str, np.atleast_1d(columns)))}]"
         return f"{self.name}({shown}){subset}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Kernels served by columns (the contract between a lazy stack and the SMO)
+# --------------------------------------------------------------------------------------------------
+class KernelColumns(abc.ABC):
+    """A symmetric ``n x n`` kernel served one column at a time, for kernels never formed densely.
+
+    :func:`solve_qp` keeps the columns it uses in a least-recently-used cache of ``cache_size``
+    megabytes (like libsvm's ``cache_size``), so that the memory of a solve is bounded by the cache, not
+    by ``n**2``.
+    """
+
+    n: int
+    #: Megabytes of columns :func:`solve_qp` may cache for this kernel.
+    cache_size: float = 200.0
+
+    @abc.abstractmethod
+    def column(self, i: int, out: np.ndarray) -> None:
+        """Write column ``i`` (equal to row ``i``) into ``out``, a float64 array of shape (n,)."""
+
+    def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        """Write the columns ``idx`` into the rows of ``out``, a float64 array of shape (len(idx), n).
+
+        The solver asks for blocks when it builds a gradient from the rows of the support; a provider
+        that computes a block faster than its columns one by one overrides this.
+        """
+        for r, i in enumerate(idx):
+            self.column(int(i), out[r])
+
+    @abc.abstractmethod
+    def diagonal(self) -> np.ndarray:
+        """The diagonal of the kernel, shape (n,)."""
 
 
 # --------------------------------------------------------------------------------------------------

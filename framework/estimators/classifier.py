@@ -28,7 +28,7 @@ from multikernel.solve.fit import (
     fit_mkl,
 )
 from multikernel.stack.kernelset import KernelSet
-from multikernel.stack.storage import DenseStack, KernelStack
+from multikernel.stack.storage import DenseStack, KernelStack, check_kernel_matrices
 
 __all__ = ["MKLClassifier"]
 
@@ -83,6 +83,9 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
     memory_budget : int or str, optional
         Bytes (or a string such as ``"4GB"``) the stack may use; the dense backend refuses a stack over
         the budget before allocating it, naming the alternatives. Default: the available memory.
+    cache_size : float, default=200
+        Megabytes of kernel columns the inner SMO keeps for a lazy stack (as libsvm's ``cache_size``): with
+        ``kernel_backend="lazy"`` no n x n matrix is formed, so a fit's memory is bounded by this cache.
     multiclass : {"ovr", "shared"}, default="ovr"
         With more than two classes (or labels): ``"ovr"`` learns one-vs-rest problems each with its own kernel
         weights; ``"shared"`` learns one set of weights for all of them, their objectives summed (the sum form
@@ -139,6 +142,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         kernel_dtype: str = "float64",
         kernel_backend: str = "dense",
         memory_budget: int | str | None = None,
+        cache_size: float = 200.0,
         multiclass: str = "ovr",
         warm_start: bool = False,
         n_jobs: int | None = None,
@@ -160,6 +164,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self.kernel_dtype = kernel_dtype
         self.kernel_backend = kernel_backend
         self.memory_budget = memory_budget
+        self.cache_size = cache_size
         self.multiclass = multiclass
         self.warm_start = warm_start
         self.n_jobs = n_jobs
@@ -236,7 +241,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
             self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize,
                                          dtype=self.kernel_dtype, backend=self.kernel_backend,
-                                         memory_budget=self.memory_budget, standardize=self.standardize)
+                                         memory_budget=self.memory_budget, standardize=self.standardize,
+                                         cache_size=self.cache_size)
             stack = self.kernel_set_.fit_stack(X)
             self.kernel_names_ = self.kernel_set_.describe()
         if len(y) != stack.n_rows:
@@ -320,16 +326,18 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"with kernels='precomputed', X must be the training kernels of shape "
                                  f"(n_samples, n_samples, n_kernels), (n_kernels, n_samples, n_samples) or "
                                  f"(n_samples, n_samples); got shape {arr.shape}")
-            stack = self._as_stack(arr)
+            stack = self._as_stack(arr, training=True)
         if stack.n_rows != stack.n_cols:
             raise ValueError(f"the training kernels must be square; got {stack.n_rows} x {stack.n_cols}")
         self.n_train_ = stack.n_rows
         return stack
 
-    def _as_stack(self, arr: np.ndarray) -> DenseStack:
+    def _as_stack(self, arr: np.ndarray, training: bool = False) -> DenseStack:
+        # NaN/inf were refused by check_array; a non-symmetric training kernel is symmetrized with a warning
+        # (the SMO reads row i as column i), and an indefinite one is flagged.
         if self.precomputed_layout_ == "samples_first":
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
-        return DenseStack(arr)
+        return DenseStack(check_kernel_matrices(arr, training=training) if training else arr)
 
     def _cross_stack(self, X: Any) -> KernelStack:
         if not self._precomputed:

@@ -175,6 +175,7 @@ def save_model(est: Any, path: str | Path) -> None:
     if ks is not None:
         meta["kernel_set"] = {"normalize": ks.normalize, "dtype": str(ks.dtype), "backend": ks.backend,
                               "memory_budget": ks.memory_budget, "standardize": ks.standardize,
+                              "cache_size": ks.cache_size,
                               "builders": _encode_builders(ks, store),
                               "state": _encode_fitted(ks, store)}
     try:
@@ -308,7 +309,7 @@ def _restore_kernel_set(ks_meta: dict[str, Any], arrays: dict[str, np.ndarray]) 
         builders.append(b)
     ks = KernelSet(builders, normalize=ks_meta["normalize"], dtype=ks_meta["dtype"],
                    backend=ks_meta.get("backend", "dense"), memory_budget=ks_meta.get("memory_budget"),
-                   standardize=ks_meta.get("standardize", False))
+                   standardize=ks_meta.get("standardize", False), cache_size=ks_meta.get("cache_size", 200.0))
     _restore_fitted(ks, ks_meta["state"], arrays)
     for b, spec in zip(builders, ks_meta["builders"], strict=True):
         if "training_features" in spec and len(b.training_features()) != ks.n_train_:

@@ -8,13 +8,17 @@ The general problem is
 with ``Q = (y y') o K + diag(ridge)`` (``signed=True``) or ``Q = K + diag(ridge)``.  :func:`solve_qp`
 solves it with sequential minimal optimisation: second-order working-set selection (Fan, Chen and Lin,
 2005), shrinking with gradient reconstruction, and a warm start that only touches the kernel rows of the
-non-zero entries of the starting point.  The C-SVC, no-bias, nu and simplex forms are thin wrappers in
-:mod:`multikernel.solve.svm`.
+non-zero entries of the starting point.  :func:`multikernel.solve.svm.solve_inner` is the entry point of the
+MKL inner problems (the SVM forms and any other data of this shape), with both objectives.
+
+Termination is guaranteed: by default a solve stops after :func:`default_max_iter` steps (libsvm's rule)
+with a ``ConvergenceWarning``; non-positive curvature is floored (the tau rule), and a direction of
+negative curvature that no bound stops (an indefinite kernel with infinite upper bounds) ends the solve
+with a ``ValueError``: the problem is unbounded below.
 """
 
 from __future__ import annotations
 
-import abc
 import math
 import threading
 import warnings
@@ -25,8 +29,11 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel._ext import _smo
+from multikernel.core.interfaces import KernelColumns
+from multikernel.core.validation import check_positive_real
 
-__all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows"]
+__all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows", "check_cache_size",
+           "default_max_iter"]
 
 _NEG_CURVATURE_WARNING = (
     "the kernel is not positive semi-definite (negative curvature met during SMO); the solver used "
@@ -75,23 +82,6 @@ class QPResult:
     stats: dict = attrs.Factory(dict)
 
 
-class KernelColumns(abc.ABC):
-    """A symmetric ``n x n`` kernel served one column at a time, for kernels never formed densely.
-
-    :func:`solve_qp` keeps the columns it uses in a bounded least-recently-used cache.
-    """
-
-    n: int
-
-    @abc.abstractmethod
-    def column(self, i: int, out: np.ndarray) -> None:
-        """Write column ``i`` (equal to row ``i``) into ``out``, a float64 array of shape (n,)."""
-
-    @abc.abstractmethod
-    def diagonal(self) -> np.ndarray:
-        """The diagonal of the kernel, shape (n,)."""
-
-
 class StackColumns(KernelColumns):
     """Columns of ``sum_m weights[m] K_m`` computed on demand from a stack of kernels.
 
@@ -101,10 +91,14 @@ class StackColumns(KernelColumns):
         Symmetric base kernels (float32 or float64; memory-mapped arrays work too).
     weights : array-like of shape (M,)
         Combination weights; kernels with a zero weight are never read.
+    cache_size : float, default=200
+        Megabytes of columns :func:`solve_qp` may cache.
     """
 
-    def __init__(self, kernels: np.ndarray | Sequence[np.ndarray], weights: np.ndarray) -> None:
+    def __init__(self, kernels: np.ndarray | Sequence[np.ndarray], weights: np.ndarray,
+                 cache_size: float = 200.0) -> None:
         self.kernels = kernels
+        self.cache_size = cache_size
         self.weights = np.asarray(weights, dtype=np.float64)
         if self.weights.shape != (len(kernels),):
             raise ValueError(f"expected {len(kernels)} weights, got shape {self.weights.shape}")
@@ -112,16 +106,24 @@ class StackColumns(KernelColumns):
         self.n = int(kernels[0].shape[0])
 
     def column(self, i: int, out: np.ndarray) -> None:
-        out[:] = 0.0
+        self.columns([i], out[None])
+
+    def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        out[...] = 0.0
         for m in self._active:
             # row i of a symmetric C-ordered kernel is its column i, and contiguous
-            out += self.weights[m] * self.kernels[m][i]
+            out += self.weights[m] * self.kernels[m][idx]
 
     def diagonal(self) -> np.ndarray:
         d = np.zeros(self.n)
         for m in self._active:
             d += self.weights[m] * np.diagonal(self.kernels[m])
         return d
+
+
+def check_cache_size(cache_size: float) -> float:
+    """``cache_size`` as a float, or a ``ValueError``: megabytes of kernel columns, positive and finite."""
+    return check_positive_real("cache_size (megabytes of kernel columns)", cache_size)
 
 
 def as_symmetric_rows(K: np.ndarray) -> np.ndarray:
@@ -245,16 +247,23 @@ def _check_sum(lb: np.ndarray, ub: np.ndarray, target: float, what: str) -> None
                          f"which allow values in [{low:g}, {high:g}]")
 
 
+def _extremes(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray,
+              c: np.ndarray) -> tuple[float, float]:
+    """``max F`` over the variables that may move along ``+c`` and ``min F`` over those along ``-c``."""
+    can_up = np.where(c > 0, alpha < up, alpha > lo)
+    can_low = np.where(c > 0, alpha > lo, alpha < up)
+    m_up = float(F[can_up].max()) if can_up.any() else -math.inf
+    m_low = float(F[can_low].min()) if can_low.any() else math.inf
+    return m_up, m_low
+
+
 def _multiplier(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray,
                 c: np.ndarray) -> float:
     """The equality multiplier: mean of ``F = -c G`` over free variables, else the middle of its range."""
     free = (alpha > lo) & (alpha < up)
     if free.any():
         return float(F[free].mean())
-    can_up = np.where(c > 0, alpha < up, alpha > lo)
-    can_low = np.where(c > 0, alpha > lo, alpha < up)
-    m_up = float(F[can_up].max()) if can_up.any() else -math.inf
-    m_low = float(F[can_low].min()) if can_low.any() else math.inf
+    m_up, m_low = _extremes(F, alpha, lo, up, c)
     if math.isfinite(m_up) and math.isfinite(m_low):
         return 0.5 * (m_up + m_low)
     if math.isfinite(m_up):
@@ -264,13 +273,36 @@ def _multiplier(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray
 
 def _violation(F: np.ndarray, alpha: np.ndarray, lo: np.ndarray, up: np.ndarray, c: np.ndarray,
                paired: bool) -> float:
-    can_up = np.where(c > 0, alpha < up, alpha > lo)
-    can_low = np.where(c > 0, alpha > lo, alpha < up)
-    m_up = float(F[can_up].max()) if can_up.any() else -math.inf
-    m_low = float(F[can_low].min()) if can_low.any() else math.inf
+    m_up, m_low = _extremes(F, alpha, lo, up, c)
     if paired:
         return max(m_up - m_low, 0.0)
     return max(m_up, -m_low, 0.0)
+
+
+def default_max_iter(n: int) -> int:
+    """The iteration limit of a solve of ``n`` variables when the caller gives none: libsvm's rule.
+
+    ``max(10_000_000, 100 n)`` steps: far beyond what a convex problem on a symmetric positive
+    semi-definite kernel needs (typically a few times ``n``), so that only a kernel that breaks the
+    solver's assumptions (not symmetric, for which SMO can cycle) or an extremely ill-conditioned problem
+    reaches it, and then the solve ends with a ``ConvergenceWarning`` instead of running forever.
+    """
+    return max(10_000_000, 100 * int(n))
+
+
+_MAX_ITER_ADVICE = (
+    "This happens when the kernel is not symmetric (the method can then cycle) or when the problem is "
+    "extremely ill-conditioned (huge C or kernel values).  Check precomputed kernels with "
+    "multikernel.stack.storage.check_kernel_matrices (it symmetrizes them), normalize the kernels, or pass a "
+    "larger max_iter or a larger tol."
+)
+
+_UNBOUNDED_ERROR = (
+    "the quadratic program is unbounded below: Q is not positive semi-definite (the kernel is indefinite) "
+    "and a direction of negative curvature meets no bound (infinite upper bounds).  Use a positive "
+    "semi-definite kernel (multikernel.stack.storage.check_kernel_matrices reports some indefinite ones), a "
+    "larger ridge, or finite upper bounds."
+)
 
 
 def solve_qp(
@@ -286,9 +318,9 @@ def solve_qp(
     total: float | None = None,
     alpha0: np.ndarray | None = None,
     tol: float = 1e-3,
-    max_iter: int = -1,
+    max_iter: int | None = None,
     shrinking: bool = True,
-    cache_size: float = 200.0,
+    cache_size: float | None = None,
     active_cache: float = 16.0,
 ) -> QPResult:
     """Solve a box-constrained convex QP with at most two equality constraints by SMO.
@@ -302,7 +334,7 @@ def solve_qp(
     K : ndarray of shape (n, n) or KernelColumns
         Symmetric kernel, float32 or float64, C- or F-ordered (used in place, never copied; other
         layouts are converted once).  Its entries must be finite.  A :class:`KernelColumns` serves
-        kernels too large to combine densely, through a row cache of ``cache_size`` megabytes.
+        kernels too large to combine densely, through a column cache of ``cache_size`` megabytes.
     y : ndarray of shape (n,), optional
         Labels in {-1, +1}; needed when ``signed`` or ``y_sum`` is used.
     p : float or ndarray of shape (n,), optional
@@ -322,16 +354,20 @@ def solve_qp(
         of its non-zero entries are read to build the initial gradient.
     tol : float, default=1e-3
         Stop when the maximal KKT violation (see :attr:`QPResult.kkt_violation`) is below ``tol``.
-    max_iter : int, default=-1
-        Maximal number of SMO steps; -1 for no limit.  Hitting it issues a ``ConvergenceWarning``.
+    max_iter : int, optional
+        Maximal number of SMO steps (a positive integer); by default :func:`default_max_iter` of ``n``
+        (libsvm's rule, ``max(10**7, 100 n)``).  Hitting it issues a ``ConvergenceWarning`` that says why
+        it can happen and what to do.  ``-1`` removes the limit (then only Ctrl-C stops a solve that
+        cannot converge, for example on a non-symmetric kernel).
     shrinking : bool, default=True
         Temporarily drop bound variables that cannot enter a working set.
-    cache_size : float, default=200
-        Megabytes of kernel rows cached for a :class:`KernelColumns` (at least two rows).
+    cache_size : float, optional
+        Megabytes of kernel columns cached for a :class:`KernelColumns` (at least two columns); by
+        default the provider's own ``cache_size`` (200 for the built-in providers).
     active_cache : float, default=16
         Megabytes of kernel rows restricted to the active set, kept once shrinking has started (they
-        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size.
-        0 disables it.
+        are read contiguously instead of with holes); never more than 1/8 of the kernel's own size, nor
+        than ``cache_size`` for a :class:`KernelColumns`.  0 disables it.
 
     Returns
     -------
@@ -340,15 +376,16 @@ def solve_qp(
     Raises
     ------
     ValueError
-        For inconsistent shapes, labels outside {-1, +1}, bounds with ``lower > upper``, or an empty
-        feasible set (for example ``total`` larger than the sum of the upper bounds).
+        For inconsistent shapes, labels outside {-1, +1}, bounds with ``lower > upper``, an empty
+        feasible set (for example ``total`` larger than the sum of the upper bounds), or a problem that is
+        unbounded below (an indefinite kernel with infinite upper bounds).
 
     Warns
     -----
     RuntimeWarning
         When negative curvature shows that ``Q`` is not positive semi-definite.
     ConvergenceWarning
-        When ``max_iter`` is reached.
+        When the iteration limit is reached.
     """
     provider = None
     if isinstance(K, KernelColumns):
@@ -425,24 +462,32 @@ def solve_qp(
     alpha = _feasible_start(alpha0, lo, up, c, groups, targets)
 
     QD = diag + D
-    cache = None
-    if provider is not None:
-        slots = int(cache_size * 2**20 // (8 * n))
-        cache = _smo._Provider(provider.column, n, slots)
+    if max_iter is None:
+        max_iter = default_max_iter(n)
+    elif not (isinstance(max_iter, int | np.integer) and (max_iter >= 1 or max_iter == -1)):
+        raise ValueError(f"max_iter must be a positive integer, -1 (no limit) or None (the default limit); "
+                         f"got {max_iter!r}")
     # the active-row cache never needs more than a fraction of the kernel's own size
     elsize = 4 if (Kd is not None and Kd.dtype == np.float32) else 8
     active_bytes = int(min(active_cache * 2**20, n * n * elsize / 8))
-    out = _smo.solve(Kd, cache, alpha, pv, lo, up, c, s, D, QD, grp, mode, float(tol), int(max_iter),
-                     bool(shrinking), _scratch(active_bytes), alpha0 is not None)
+    if provider is not None:
+        megabytes = check_cache_size(getattr(provider, "cache_size", 200.0) if cache_size is None else cache_size)
+        kernel = _smo._Provider(provider.column, provider.columns, n, int(megabytes * 2**20 // (8 * n)))
+        # a kernel served by columns is one whose memory must stay within its cache
+        active_bytes = min(active_bytes, int(megabytes * 2**20))
+    else:
+        kernel = Kd
+    qp = _smo.QP(mode, p=pv, lower=lo, upper=up, c=c, s=s, ridge=D, diag=QD, group=grp)
+    options = {"tol": float(tol), "max_iter": int(max_iter), "shrinking": bool(shrinking),
+               "warm": alpha0 is not None}
+    out = _smo.solve(kernel, alpha, qp, options, _scratch(active_bytes))
+    if out["unbounded"]:
+        raise ValueError(_UNBOUNDED_ERROR)
     G = out["G"]
     if not np.isfinite(G).all():
         raise ValueError("the kernel or the linear term contains non-finite values")
     if out["neg_curv"] or (QD < 0).any():
         warnings.warn(_NEG_CURVATURE_WARNING, RuntimeWarning, stacklevel=2)
-    if out["hit_max_iter"]:
-        warnings.warn(f"SMO stopped at max_iter={max_iter} before reaching tol={tol:g}",
-                      ConvergenceWarning, stacklevel=2)
-
     F = -c * G
     bias = rho = 0.0
     if mode == 1:
@@ -461,6 +506,9 @@ def solve_qp(
                    for idx in groups)
     else:
         viol = _violation(F, alpha, lo, up, c, mode == 1)
+    if out["hit_max_iter"]:
+        warnings.warn(f"SMO stopped at its iteration limit (max_iter={max_iter}) with a KKT violation of "
+                      f"{viol:.3g}, above tol={tol:g}.  {_MAX_ITER_ADVICE}", ConvergenceWarning, stacklevel=2)
     objective = 0.5 * float(alpha @ (G + pv))
     return QPResult(alpha=alpha, objective=objective, gradient=G, bias=float(bias), rho=float(rho),
                     kkt_violation=float(viol), n_iter=int(out["n_iter"]),

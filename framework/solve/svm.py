@@ -1,39 +1,175 @@
-"""Inner SVM solves on a precomputed kernel, all backed by the SMO core of :mod:`multikernel.solve.smo`.
+"""The inner problem of the MKL methods in its general form, and its one solver entry point.
 
-``solve_svc`` is the C-SVC dual used inside every MKL wrapper:
+For a fixed combined kernel ``K`` every inner problem of the library is the concave quadratic program
 
-    max_alpha 1'alpha - 1/2 (alpha*y)' K (alpha*y)   s.t.   0 <= alpha <= C,  y'alpha = 0.
+    max_alpha  L(alpha) - 1/2 coef' K coef,    L(alpha) = -p'alpha - 1/2 sum_i D_i alpha_i^2,
+    subject to lower <= alpha <= upper,   optionally  y'alpha = y_sum   and/or   1'alpha = total,
 
-The other forms of the library's inner problems have their own thin helper:
+with ``coef = y * alpha`` (``signed``, the SVM forms) or ``coef = alpha``.  :class:`InnerQP` (the data of
+one such QP; not to be confused with :class:`~multikernel.core.interfaces.InnerProblem`, the seam through which
+the outer solvers see a whole task, whose ``solve`` may call :func:`solve_inner` once per block) holds
+that data (linear term, per-sample bounds, ridge, equality constraints); :func:`solve_inner` solves it
+with the SMO core of :mod:`multikernel.solve.smo` from an optional warm start and returns an
+:class:`~multikernel.core.interfaces.InnerSolution` with both objectives:
 
-* :func:`solve_svc_nobias` -- the same without the bias (no equality constraint);
-* :func:`solve_nu` -- the nu-form ``max -1/2 (alpha*y)'K(alpha*y)``, ``1'alpha = 1``, ``y'alpha = 0``,
-  ``0 <= alpha <= C``;
-* :func:`solve_square_hinge` -- the square hinge (L2-SVM) dual, ridge ``alpha'alpha/(2C)``;
-* :func:`solve_simplex_ridge` -- ``max -1/2 alpha'(K + D) alpha`` over the simplex (IOKL's SVM step).
+* ``dual_objective`` is ``L(alpha) - 1/2 coef'K coef`` at the returned ``alpha`` (a lower bound of the
+  optimum);
+* ``primal_objective`` is an upper bound of the optimum, from weak duality with the solver's equality
+  multipliers ``b`` (of ``y'alpha = y_sum``) and ``rho`` (of ``1'alpha = total``):
 
-Each returns an :class:`~multikernel.core.interfaces.InnerSolution` whose ``primal_objective`` is the primal
-objective evaluated at the returned classifier: an upper bound of the optimum, so that
-``primal - dual >= 0`` certifies the solve.  Both objectives are computed from the solver's gradient
-in O(n), without another pass over the kernel.
+      1/2 coef'K coef + b y_sum - rho total + sum_i max_{lower_i <= a <= upper_i} (-r_i a - D_i a^2 / 2),
+      r = S K coef + p + b y - rho,
+
+  (``S = diag(y)`` when signed).  For the SVM forms this is the primal objective at the returned
+  classifier: ``1/2 ||w||^2 + C sum_i max(0, 1 - y_i (f_i + b))`` for the C-SVC, the square of the hinge
+  for the L2-SVM, ``1/2 ||w||^2 - rho + C sum_i max(0, rho - y_i (f_i + b))`` for the nu-form.  Both are
+  computed from the solver's gradient in O(n), without another pass over the kernel.
+
+The SVM losses are rows of a small table of forms, :data:`SVM_FORMS`; :func:`svm_problem` builds one.
+New inner problems (ranking constraints, the label vectors of input-output kernels) give their own
+:class:`InnerQP` and reuse :func:`solve_inner` and its certificate unchanged.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
+import attrs
 import numpy as np
 
 from multikernel.core.interfaces import InnerSolution
+from multikernel.core.validation import check_positive_real
 from multikernel.solve.smo import KernelColumns, QPResult, solve_qp
 
-__all__ = [
-    "solve_svc",
-    "solve_svc_nobias",
-    "solve_nu",
-    "solve_square_hinge",
-    "solve_simplex_ridge",
-]
+__all__ = ["InnerQP", "SVM_FORMS", "solve_inner", "svm_problem"]
+
+Vector = float | np.ndarray
 
 
+@attrs.frozen(eq=False)
+class InnerQP:
+    """The data of an inner problem (see the module docstring); scalars apply to every sample.
+
+    Attributes
+    ----------
+    y : ndarray of shape (n,), optional
+        Labels in {-1, +1}: the signs ``S`` of the kernel (when ``signed``) and of ``y'alpha = y_sum``.
+    p : float or ndarray of shape (n,)
+        Linear term: ``L(alpha) = -p'alpha - ...`` (the SVM forms have ``p = -1``).
+    lower, upper : float or ndarray of shape (n,)
+        Bounds of ``alpha``; ``lower`` finite.  An infinite ``upper`` needs a positive ridge on that
+        sample or the constraint ``1'alpha = total``.
+    ridge : float or ndarray of shape (n,)
+        The non-negative diagonal ``D`` (``1/C`` for the square hinge).
+    signed : bool
+        Whether the kernel carries the label signs (``coef = y * alpha``).
+    y_sum, total : float, optional
+        Right-hand sides of ``y'alpha = y_sum`` and ``1'alpha = total``.
+    """
+
+    y: np.ndarray | None = None
+    p: Vector = 0.0
+    lower: Vector = 0.0
+    upper: Vector = math.inf
+    ridge: Vector = 0.0
+    signed: bool = True
+    y_sum: float | None = None
+    total: float | None = None
+
+    def signs(self, n: int) -> np.ndarray:
+        """``S``: the labels when the kernel is signed, else ones."""
+        if self.signed and self.y is not None:
+            return np.asarray(self.y, dtype=np.float64)
+        return np.ones(n)
+
+    def linear_term(self, alpha: np.ndarray) -> float:
+        """``L(alpha) = -p'alpha - 1/2 sum_i D_i alpha_i^2``: the part of the objective without the kernel."""
+        alpha = np.asarray(alpha, dtype=np.float64)
+        return float(-np.sum(np.asarray(self.p) * alpha) - 0.5 * np.sum(np.asarray(self.ridge) * alpha**2))
+
+
+def _box_maximum(r: np.ndarray, D: np.ndarray, lo: np.ndarray, up: np.ndarray, scale: float) -> np.ndarray:
+    """``max over lo <= a <= up of (-r a - D a^2 / 2)`` per sample (``inf`` when unbounded above).
+
+    Without a ridge the maximum is at a bound; an infinite upper bound makes it infinite when ``r < 0``,
+    beyond a rounding tolerance relative to ``scale`` (the size of the multipliers in ``r``).
+    """
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.clip(-r / D, lo, up)
+        quadratic = np.where(a == -r / D, r**2 / (2.0 * D), -r * a - 0.5 * D * a**2)
+    negligible = np.abs(r) <= 1e-9 * scale
+    linear = np.where(r > 0, -r * lo, np.where(np.isinf(up) & negligible, 0.0, -r * up))
+    return np.where(D > 0, quadratic, np.where(r == 0, 0.0, linear))
+
+
+def _solution(problem: InnerQP, res: QPResult, n: int) -> InnerSolution:
+    """Both objectives of ``problem`` at the QP solution ``res``, from its gradient ``G = Q alpha + p``."""
+    alpha = res.alpha
+    S = problem.signs(n)
+    p = np.broadcast_to(np.asarray(problem.p, dtype=np.float64), (n,))
+    D = np.broadcast_to(np.asarray(problem.ridge, dtype=np.float64), (n,))
+    u = res.gradient - p - D * alpha              # S K S alpha = S K coef
+    quad = float(alpha @ u)                       # coef' K coef
+    b = res.bias if problem.y_sum is not None else 0.0
+    rho = res.rho if problem.total is not None else 0.0
+    r = u + p - rho
+    if problem.y_sum is not None:
+        r = r + b * np.asarray(problem.y, dtype=np.float64)
+    lo = np.broadcast_to(np.asarray(problem.lower, dtype=np.float64), (n,))
+    up = np.broadcast_to(np.asarray(problem.upper, dtype=np.float64), (n,))
+    box = _box_maximum(r, D, lo, up, max(1.0, abs(b), abs(rho)))
+    primal = 0.5 * quad + b * (problem.y_sum or 0.0) - rho * (problem.total or 0.0) + float(box.sum())
+    return InnerSolution(alpha=alpha, coef=S * alpha, bias=float(b),
+                         dual_objective=problem.linear_term(alpha) - 0.5 * quad,
+                         primal_objective=primal, n_iter=res.n_iter)
+
+
+def solve_inner(
+    K: np.ndarray | KernelColumns,
+    problem: InnerQP,
+    alpha0: np.ndarray | None = None,
+    tol: float = 1e-3,
+    max_iter: int | None = None,
+) -> InnerSolution:
+    """Solve an inner problem for the (combined) kernel ``K``.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n) or KernelColumns
+        The symmetric kernel, float32 or float64, C- or F-ordered (used without a copy), or a column
+        provider (a lazy stack's combined kernel, never formed densely).
+    problem : InnerQP
+        Linear term, bounds, ridge, labels and equality constraints (:func:`svm_problem` for the SVMs).
+    alpha0 : ndarray of shape (n,), optional
+        Warm start (projected on the feasible set when it is not feasible).
+    tol : float
+        Stopping tolerance on the maximal KKT violation (as libsvm's ``eps``).
+    max_iter : int, optional
+        SMO iteration limit; by default libsvm's ``max(10**7, 100 n)``
+        (:func:`multikernel.solve.smo.default_max_iter`).
+
+    Returns
+    -------
+    InnerSolution
+        ``coef = y * alpha`` (signed) or ``alpha``; ``bias`` the multiplier of ``y'alpha = y_sum`` (0
+        without that constraint); both objectives as in the module docstring.
+
+    Raises
+    ------
+    ValueError
+        For inconsistent data or an empty feasible set (see :func:`multikernel.solve.smo.solve_qp`).
+    """
+    n = K.n if isinstance(K, KernelColumns) else np.shape(K)[0]
+    res = solve_qp(K, problem.y, p=problem.p, lower=problem.lower, upper=problem.upper, ridge=problem.ridge,
+                   signed=problem.signed, y_sum=problem.y_sum, total=problem.total, alpha0=alpha0, tol=tol,
+                   max_iter=max_iter)
+    return _solution(problem, res, n)
+
+
+# --------------------------------------------------------------------------------------------------
+# The SVM forms: one row per sample loss
+# --------------------------------------------------------------------------------------------------
 def _labels(y: np.ndarray, both_classes: bool) -> np.ndarray:
     y = np.asarray(y, dtype=np.float64).ravel()
     if not np.isin(y, (-1.0, 1.0)).all():
@@ -44,201 +180,36 @@ def _labels(y: np.ndarray, both_classes: bool) -> np.ndarray:
     return y
 
 
-def _positive(C: float | np.ndarray, n: int) -> float | np.ndarray:
+def _cost(C: float | np.ndarray, n: int) -> float | np.ndarray:
+    if np.ndim(C) == 0:
+        return check_positive_real("C", C)  # every real number type, as everywhere in the library
     C_arr = np.asarray(C, dtype=np.float64)
     if C_arr.ndim not in (0, 1) or (C_arr.ndim == 1 and C_arr.shape != (n,)):
         raise ValueError(f"C must be a positive number or an array of shape ({n},)")
     if not (np.isfinite(C_arr).all() and (C_arr > 0).all()):
-        raise ValueError(f"C must be positive and finite; got {C!r}")
+        raise ValueError(f"C must be a positive finite number; got {C!r}")
     return float(C_arr) if C_arr.ndim == 0 else C_arr
 
 
-def _hinge_solution(res: QPResult, y: np.ndarray, C: float | np.ndarray, bias: float) -> InnerSolution:
-    """C-SVC style objectives from the QP gradient: ``G = y*(K coef) - 1``, so ``K coef = y*(G + 1)``."""
-    alpha = res.alpha
-    coef = alpha * y
-    f = y * (res.gradient + 1.0)
-    quad = float(coef @ f)
-    dual = float(alpha.sum()) - 0.5 * quad
-    primal = 0.5 * quad + float(np.sum(C * np.maximum(0.0, 1.0 - y * (f + bias))))
-    return InnerSolution(alpha=alpha, coef=coef, bias=bias, dual_objective=dual,
-                         primal_objective=primal, n_iter=res.n_iter)
+#: The SVM forms of the inner problem: ``form(y, C) -> InnerQP`` with checked labels and ``C``.
+#: ``csvc``: the C-SVC dual with bias; ``csvc_nobias``: the same without bias (one class allowed, as
+#: the ranking methods need); ``nu``: the nu-form of the soft margin MKL derivations
+#: (``max -1/2 coef'K coef``, ``1'alpha = 1``, feasible when ``C min(n_+, n_-) >= 1/2``);
+#: ``square_hinge``: the L2-SVM with bias (ridge ``1/C``, no upper bound).
+SVM_FORMS: dict[str, Callable[[np.ndarray, float | np.ndarray], InnerQP]] = {
+    "csvc": lambda y, C: InnerQP(y=_labels(y, True), p=-1.0, upper=_cost(C, len(y)), y_sum=0.0),
+    "csvc_nobias": lambda y, C: InnerQP(y=_labels(y, False), p=-1.0, upper=_cost(C, len(y))),
+    "nu": lambda y, C: InnerQP(y=_labels(y, True), p=0.0, upper=_cost(C, len(y)), y_sum=0.0, total=1.0),
+    "square_hinge": lambda y, C: InnerQP(y=_labels(y, True), p=-1.0,
+                                              ridge=1.0 / np.asarray(_cost(C, len(y))), y_sum=0.0),
+}
 
 
-def solve_svc(
-    K: np.ndarray | KernelColumns,
-    y: np.ndarray,
-    C: float | np.ndarray = 1.0,
-    alpha0: np.ndarray | None = None,
-    tol: float = 1e-3,
-    max_iter: int = -1,
-) -> InnerSolution:
-    """Solve the C-SVC dual for a precomputed kernel.
+def svm_problem(form: str, y: np.ndarray, C: float | np.ndarray = 1.0) -> InnerQP:
+    """The inner problem of an SVM form (a key of :data:`SVM_FORMS`) for labels ``y`` and cost ``C``.
 
-    Parameters
-    ----------
-    K : ndarray of shape (n, n) or KernelColumns
-        The (combined) training kernel, float32 or float64, C- or F-ordered; used without a copy.
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}, both classes present.
-    C : float or ndarray of shape (n,)
-        Box bound of the dual variables (per sample when an array, e.g. labelled vs unlabelled).
-    alpha0 : ndarray of shape (n,), optional
-        Warm start (projected on the feasible set when needed).
-    tol : float
-        Stopping tolerance on the maximal KKT violation (as libsvm's ``eps``).
-    max_iter : int
-        Iteration limit (-1 for none).
-
-    Returns
-    -------
-    InnerSolution
-        ``primal_objective`` is ``1/2 coef'K coef + sum_i C_i max(0, 1 - y_i (K coef + b)_i)``.
+    ``C`` is a positive number or one per sample (labelled versus unlabelled points, say).
     """
-    y = _labels(y, both_classes=True)
-    C = _positive(C, len(y))
-    res = solve_qp(K, y, p=-1.0, lower=0.0, upper=C, y_sum=0.0, alpha0=alpha0, tol=tol, max_iter=max_iter)
-    return _hinge_solution(res, y, C, res.bias)
-
-
-def solve_svc_nobias(
-    K: np.ndarray | KernelColumns,
-    y: np.ndarray,
-    C: float | np.ndarray = 1.0,
-    alpha0: np.ndarray | None = None,
-    tol: float = 1e-3,
-    max_iter: int = -1,
-) -> InnerSolution:
-    """Solve the C-SVC dual without bias: ``0 <= alpha <= C`` and no equality constraint.
-
-    The decision function is ``f(x) = sum_i alpha_i y_i k(x, x_i)``.  A single class is allowed (the
-    ranking methods use differences of samples, all labelled +1).  Parameters as :func:`solve_svc`;
-    ``tol`` bounds the largest projected-gradient entry.
-
-    Returns
-    -------
-    InnerSolution
-        ``bias`` is 0; ``primal_objective`` is ``1/2 coef'K coef + sum_i C_i max(0, 1 - y_i (K coef)_i)``.
-    """
-    y = _labels(y, both_classes=False)
-    C = _positive(C, len(y))
-    res = solve_qp(K, y, p=-1.0, lower=0.0, upper=C, alpha0=alpha0, tol=tol, max_iter=max_iter)
-    return _hinge_solution(res, y, C, 0.0)
-
-
-def solve_square_hinge(
-    K: np.ndarray | KernelColumns,
-    y: np.ndarray,
-    C: float | np.ndarray = 1.0,
-    alpha0: np.ndarray | None = None,
-    tol: float = 1e-3,
-    max_iter: int = -1,
-) -> InnerSolution:
-    """Solve the square hinge (L2-SVM) dual with bias.
-
-        max 1'alpha - alpha'alpha/(2C) - 1/2 coef'K coef   s.t.  alpha >= 0,  y'alpha = 0,
-
-    with ``coef = alpha*y``: the ridge ``1/C`` sits on the diagonal of ``Q``.
-
-    Returns
-    -------
-    InnerSolution
-        ``dual_objective`` includes the ridge term; ``primal_objective`` is
-        ``1/2 coef'K coef + sum_i C_i/2 max(0, 1 - y_i (K coef + b)_i)^2``.
-    """
-    y = _labels(y, both_classes=True)
-    C = _positive(C, len(y))
-    res = solve_qp(K, y, p=-1.0, lower=0.0, upper=np.inf, ridge=1.0 / np.asarray(C), y_sum=0.0,
-                   alpha0=alpha0, tol=tol, max_iter=max_iter)
-    alpha = res.alpha
-    coef = alpha * y
-    ridge_part = alpha / np.asarray(C)
-    f = y * (res.gradient + 1.0 - ridge_part)     # G = y*(K coef) + alpha/C - 1
-    quad = float(coef @ f)
-    dual = float(alpha.sum()) - float(alpha @ ridge_part) / 2.0 - 0.5 * quad
-    xi = np.maximum(0.0, 1.0 - y * (f + res.bias))
-    primal = 0.5 * quad + float(np.sum(0.5 * C * xi**2))
-    return InnerSolution(alpha=alpha, coef=coef, bias=res.bias, dual_objective=dual,
-                         primal_objective=primal, n_iter=res.n_iter)
-
-
-def solve_nu(
-    K: np.ndarray | KernelColumns,
-    y: np.ndarray,
-    C: float | np.ndarray = 1.0,
-    alpha0: np.ndarray | None = None,
-    tol: float = 1e-3,
-    max_iter: int = -1,
-) -> InnerSolution:
-    """Solve the nu-form dual of the soft margin MKL derivations.
-
-        max -1/2 coef'K coef   s.t.   1'alpha = 1,  y'alpha = 0,  0 <= alpha <= C,   coef = alpha*y.
-
-    Working pairs are taken inside one class (libsvm's nu solver).  Feasible only when
-    ``C * n_+ >= 1/2`` and ``C * n_- >= 1/2`` (for a scalar ``C``).
-
-    Returns
-    -------
-    InnerSolution
-        ``bias`` is the offset ``b``; with the margin ``rho`` (also found by the solver) the
-        ``primal_objective`` is ``1/2 coef'K coef - rho + sum_i C_i max(0, rho - y_i (K coef + b)_i)``,
-        the primal of ``min 1/2||w||^2 - rho + sum C_i xi_i, y_i (f(x_i) + b) >= rho - xi_i``.
-
-    Raises
-    ------
-    ValueError
-        When a class is missing or the bounds make ``1'alpha = 1, y'alpha = 0`` infeasible.
-    """
-    y = _labels(y, both_classes=True)
-    C = _positive(C, len(y))
-    res = solve_qp(K, y, p=0.0, lower=0.0, upper=C, y_sum=0.0, total=1.0, alpha0=alpha0, tol=tol,
-                   max_iter=max_iter)
-    alpha = res.alpha
-    coef = alpha * y
-    f = y * res.gradient                          # G = y*(K coef)
-    quad = float(coef @ f)
-    rho = res.rho
-    primal = 0.5 * quad - rho + float(np.sum(C * np.maximum(0.0, rho - y * (f + res.bias))))
-    return InnerSolution(alpha=alpha, coef=coef, bias=res.bias, dual_objective=-0.5 * quad,
-                         primal_objective=primal, n_iter=res.n_iter)
-
-
-def solve_simplex_ridge(
-    K: np.ndarray | KernelColumns,
-    ridge: float | np.ndarray,
-    y: np.ndarray | None = None,
-    alpha0: np.ndarray | None = None,
-    tol: float = 1e-3,
-    max_iter: int = -1,
-) -> InnerSolution:
-    """Solve ``max -1/2 alpha'(Kt + D) alpha`` over the simplex ``alpha >= 0, 1'alpha = 1``.
-
-    ``Kt = (y y') o K`` when labels are given (else ``K``) and ``D = diag(ridge)``: the SVM step (4.12)
-    of IOKL with ``ridge = 1/C_i`` (per-sample costs for labelled and unlabelled points).
-
-    Returns
-    -------
-    InnerSolution
-        ``coef = alpha*y`` (or ``alpha``), ``bias`` 0, ``dual_objective = -1/2 alpha'(Kt + D) alpha``,
-        and ``primal_objective = 1/2 coef'K coef - rho + sum_i max(0, rho - f_i)^2 / (2 D_i)`` with
-        ``f = Kt alpha`` and the solver's ``rho``: the square hinge primal
-        ``min 1/2 ||w||^2 + sum_i xi_i^2/(2 D_i) - rho, f_i >= rho - xi_i``
-        (a zero ridge makes that point's constraint hard: violated, the bound is ``inf``).
-    """
-    n = K.n if isinstance(K, KernelColumns) else np.shape(K)[0]
-    D = np.broadcast_to(np.asarray(ridge, dtype=np.float64), (n,))
-    signed = y is not None
-    yv = _labels(y, both_classes=False) if signed else np.ones(n)
-    res = solve_qp(K, yv if signed else None, p=0.0, lower=0.0, upper=np.inf, ridge=D, total=1.0,
-                   alpha0=alpha0, tol=tol, max_iter=max_iter)
-    alpha = res.alpha
-    Kt_alpha = res.gradient - D * alpha            # G = Kt alpha + D alpha
-    quad = float(alpha @ Kt_alpha)
-    rho = res.rho
-    viol = np.maximum(0.0, rho - Kt_alpha)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pen = np.where(D > 0, viol**2 / (2.0 * D), np.where(viol > 1e-9 * max(1.0, abs(rho)), np.inf, 0.0))
-    primal = 0.5 * quad - rho + float(pen.sum())
-    dual = -0.5 * quad - 0.5 * float(D @ alpha**2)
-    return InnerSolution(alpha=alpha, coef=alpha * yv, bias=0.0, dual_objective=dual,
-                         primal_objective=primal, n_iter=res.n_iter)
+    if form not in SVM_FORMS:
+        raise ValueError(f"unknown SVM form {form!r}; the forms are {sorted(SVM_FORMS)}")
+    return SVM_FORMS[form](np.asarray(y), C)

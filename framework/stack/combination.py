@@ -5,12 +5,16 @@ weight stay at zero, kernels at a box-simplex cap stay at the cap, and a sparse 
 support.  Adding ``sum_m (mu_m - mu'_m) K_m`` over the kernels whose weight changed reads only those kernels
 of the stack, where ``combine`` reads every kernel with a non-zero weight; on memory-bound stacks the
 cost is proportional to the kernels read.
+
+A stack that must never be combined densely (a lazy stack, whose ``column_provider`` is not ``None``)
+gets a column provider instead: the inner solver computes the columns it needs, within its column cache.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from multikernel.core.interfaces import KernelColumns
 from multikernel.stack.storage import KernelStack
 
 __all__ = ["CombinedKernel"]
@@ -22,6 +26,10 @@ class CombinedKernel:
     The returned array is owned by this object and overwritten by the next call: use it before asking for
     the next weights.  Rounding errors of the updates are bounded by a recomputation from scratch every
     ``refresh_every`` updates (each update adds about one unit in the last place of ``K``).
+
+    For a stack with a column provider (:meth:`KernelStack.column_provider`, the lazy backend) the call
+    returns that provider, a :class:`~multikernel.solve.smo.KernelColumns`, and no ``n x n`` array is ever
+    formed.  Every sample loss accepts both.
 
     Parameters
     ----------
@@ -38,8 +46,11 @@ class CombinedKernel:
         self._K: np.ndarray | None = None
         self._updates = 0
 
-    def __call__(self, weights: np.ndarray) -> np.ndarray:
+    def __call__(self, weights: np.ndarray) -> np.ndarray | KernelColumns:
         weights = np.asarray(weights, dtype=np.float64)
+        columns = self.stack.column_provider(weights)
+        if columns is not None:
+            return columns
         previous = self._weights
         if previous is not None and previous.shape == weights.shape and self._updates < self.refresh_every:
             delta = weights - previous

@@ -9,6 +9,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_array
 
 from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks
 from multikernel.stack.memory import (
     BACKENDS,
@@ -54,11 +55,15 @@ class KernelSet:
         built (constant features are only centred), and apply the same transform to the features of every
         cross stack.  This is the library's one place for standardization: the estimator and the
         experiment runner both use it.
+    cache_size : float, default=200
+        The lazy backend's column cache, in megabytes: the inner SMO solver keeps the columns of the
+        combined kernel it computes there (libsvm's ``cache_size``); no ``n x n`` matrix is formed.
     """
 
     def __init__(self, builders: Sequence[KernelBuilder], normalize: str = "none", dtype: str = "float64",
                  backend: str = "dense", memory_budget: int | str | None = None,
-                 memmap_dir: str | None = None, block_size: int | str = "256MB", standardize: bool = False) -> None:
+                 memmap_dir: str | None = None, block_size: int | str = "256MB",
+                 cache_size: float = 200.0, standardize: bool = False) -> None:
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}; got {normalize!r}")
         if backend not in (*BACKENDS, "auto"):
@@ -74,6 +79,8 @@ class KernelSet:
         self.memory_budget = memory_budget
         self.memmap_dir = memmap_dir
         self.block_size = block_size
+        check_positive_real("cache_size (megabytes of kernel columns)", cache_size)
+        self.cache_size = cache_size
         self.standardize = standardize
 
     # ---------------------------------------------------------------------------------------------
@@ -81,12 +88,17 @@ class KernelSet:
     # ---------------------------------------------------------------------------------------------
     def estimate_memory(self, n_rows: int, n_cols: int | None = None, n_features: int = 0,
                         backend: str | None = None) -> StackMemoryEstimate:
-        """Memory of a stack with this set's kernels over ``n_rows`` x ``n_cols`` samples."""
+        """Memory of a stack with this set's kernels over ``n_rows`` x ``n_cols`` samples.
+
+        ``n_cols = None`` means the training stack (``n_rows`` x ``n_rows``): the lazy backend then serves
+        the solver by columns within ``cache_size`` instead of combining it densely.
+        """
         backend = backend or self.backend
         if backend == "auto":
             backend = self._choose_backend(n_rows, n_cols, n_features)
+        cache = self.cache_size if n_cols is None else None
         return estimate_stack_memory(len(self.builders), n_rows, n_cols, str(self.dtype), backend,
-                                     n_features, self.block_size)
+                                     n_features, self.block_size, cache)
 
     def _budget(self) -> int:
         return available_memory() if self.memory_budget is None else parse_bytes(self.memory_budget)
@@ -111,7 +123,7 @@ class KernelSet:
             X = self._standardized(X)
         n = len(X)
         self.backend_ = self._choose_backend(n, n, X.shape[1])
-        check_budget(self.estimate_memory(n, n, X.shape[1], self.backend_), self._budget())
+        check_budget(self.estimate_memory(n, None, X.shape[1], self.backend_), self._budget())
         for b in self.builders:
             b.fit(X)
         self.n_train_ = n
@@ -170,7 +182,8 @@ class KernelSet:
                     sums[m] += K.sum(axis=0)
             col_means = list(sums / n)
         self._store_normalization(Normalization.fit(self.normalize, diags or [], col_means))
-        return LazyStack(self.builders, X, self.normalization_, n, block_bytes=block, dtype=self.dtype)
+        return LazyStack(self.builders, X, self.normalization_, n, block_bytes=block, dtype=self.dtype,
+                         cache_size=self.cache_size)
 
     # The fitted constants are kept as plain array attributes (``scale_``, ``col_diag_``,
     # ``col_mean_``, ``grand_``), so that generic persistence of fitted attributes can save and restore a
@@ -215,7 +228,7 @@ class KernelSet:
                         row_mean[m, start:start + step] = K.mean(axis=1)
             norm = fitted.for_rows(row_diag, row_mean)
             return LazyStack(self.builders, X, norm, n_train, block_bytes=parse_bytes(self.block_size),
-                             dtype=self.dtype)
+                             dtype=self.dtype, cache_size=self.cache_size)
         data, finish = self._allocate((M, n, n_train))
         row_mean = np.empty((M, n)) if fitted.needs_row_mean else None
         norm = fitted.for_rows(row_diag, row_mean)

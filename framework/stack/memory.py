@@ -87,7 +87,8 @@ class StackMemoryEstimate:
 
 def estimate_stack_memory(n_kernels: int, n_rows: int, n_cols: int | None = None, dtype: str = "float64",
                           backend: str = "dense", n_features: int = 0,
-                          block_bytes: int | str = "256MB") -> StackMemoryEstimate:
+                          block_bytes: int | str = "256MB",
+                          cache_size: float | None = None) -> StackMemoryEstimate:
     """Estimate the memory of a stack before building it.
 
     Parameters
@@ -102,6 +103,9 @@ def estimate_stack_memory(n_kernels: int, n_rows: int, n_cols: int | None = None
         Number of features (the lazy backend keeps them).
     block_bytes : int or str
         The lazy backend's budget for one block of kernel values.
+    cache_size : float, optional
+        For a lazy training stack: the megabytes of the solver's column cache, which replaces the
+        float64 ``combine`` output (a lazy training stack is never combined densely).
 
     Returns
     -------
@@ -117,7 +121,8 @@ def estimate_stack_memory(n_kernels: int, n_rows: int, n_cols: int | None = None
     # stack allocates the float64 combine output.  Normalization constants are O(M n).
     norm = 4 * n_kernels * (n_rows + n_cols) * 8
     if backend == "lazy":
-        work = min(3 * cells * 8, 2 * parse_bytes(block_bytes)) + cells * 8
+        combined = cells * 8 if cache_size is None else min(cells * 8, int(cache_size * 2**20))
+        work = min(3 * cells * 8, 2 * parse_bytes(block_bytes)) + combined
         resident = work + norm + 2 * (n_rows + n_cols) * max(n_features, 1) * 8
         return StackMemoryEstimate(backend, n_kernels, n_rows, n_cols, str(np.dtype(dtype)),
                                    int(resident), 0, int(storage))

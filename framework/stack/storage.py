@@ -15,17 +15,132 @@ from __future__ import annotations
 
 import os
 import tempfile
+import warnings
 import weakref
 from collections.abc import Sequence
 
 import numpy as np
 
 from multikernel._ext import _stack
-from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.interfaces import KernelBuilder, KernelColumns
+from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks
 from multikernel.stack.normalization import Normalization
 
-__all__ = ["KernelStack", "DenseStack", "MemmapStack", "LazyStack"]
+__all__ = ["KernelStack", "DenseStack", "MemmapStack", "LazyStack", "LazyColumns", "check_kernel_matrices"]
+
+
+def check_kernel_matrices(K: np.ndarray, *, training: bool = True, kernel_axis: int = 0,
+                          rtol: float | None = None) -> np.ndarray:
+    """Check precomputed kernels given by a user before they reach a solver; return what to use.
+
+    * NaN or infinite entries are refused (``ValueError`` naming the kernel and the first bad entry).
+    * A training kernel that is not symmetric is symmetrized, ``(K + K')/2``, with a ``UserWarning``.
+      Symmetrizing (rather than refusing) is the choice: ``(K + K')/2`` is the symmetric matrix closest
+      to ``K`` (Frobenius norm) and gives the same quadratic forms ``v'Kv``, which are all an SVM dual
+      reads of ``K``; the solvers assume symmetry (they read row ``i`` as column ``i``) and on a
+      non-symmetric kernel the SMO can cycle until its iteration limit.  Differences within ``rtol``
+      (rounding) are left as they are, without a copy.
+    * A cheap hint of indefiniteness (a negative diagonal entry, or a 2 x 2 principal minor
+      ``K_ii K_jj - K_ij^2`` clearly below zero) gives a ``UserWarning``: the SVM problem is then not
+      convex and the solvers end at a stationary point, not a certified optimum.  Passing this check
+      does not prove that a kernel is positive semi-definite.
+
+    Parameters
+    ----------
+    K : array-like
+        One kernel (2-D) or a stack of kernels (3-D) with the kernels along ``kernel_axis``: shape
+        (M, n, n) by default, (n, n, M) with ``kernel_axis=-1``.
+    training : bool, default=True
+        Whether ``K`` holds training kernels (train x train, checked for symmetry and definiteness).
+        Cross kernels (test x train) are only checked for finite values.
+    kernel_axis : int, default=0
+        Axis of the kernel index of a 3-D stack.
+    rtol : float, optional
+        Asymmetry tolerated, relative to the largest entry of each kernel; by default the square root
+        of the machine epsilon of ``K``'s dtype (1.5e-8 for float64, 3.5e-4 for float32).
+
+    Returns
+    -------
+    ndarray
+        ``K`` itself (as a float32/float64 array) when it passes; a copy with the non-symmetric kernels
+        symmetrized otherwise.
+
+    Raises
+    ------
+    ValueError
+        For NaN or infinite entries, or an array that is not 2-D or 3-D.
+    """
+    arr = np.asarray(K)
+    if arr.dtype not in (np.float32, np.float64):
+        arr = arr.astype(np.float64)
+    if arr.ndim not in (2, 3):
+        raise ValueError(f"expected one kernel (2-D) or a stack of kernels (3-D); got shape {arr.shape}")
+    stack = arr[None] if arr.ndim == 2 else np.moveaxis(arr, kernel_axis, 0)
+    what = "the kernel" if arr.ndim == 2 else "kernel {m}"
+    for m, Km in enumerate(stack):
+        # a finite sum is a cheap proof without an n x n temporary (an overflowing one is re-checked)
+        if not np.isfinite(np.sum(Km, dtype=np.float64)):
+            for a in range(0, Km.shape[0], _row_step(Km.shape[1])):
+                bad = np.argwhere(~np.isfinite(Km[a:a + _row_step(Km.shape[1])]))
+                if bad.size:
+                    i, j = bad[0]
+                    raise ValueError(f"{what.format(m=m)} has NaN or infinite entries (the first at row {a + i}, "
+                                     f"column {j}: {Km[a + i, j]}); kernels must be finite")
+    if not training or stack.shape[1] != stack.shape[2]:
+        return arr
+    tol = float(np.sqrt(np.finfo(arr.dtype).eps)) if rtol is None else float(rtol)
+    asymmetric = [m for m, Km in enumerate(stack) if _max_asymmetry(Km) > tol * float(np.abs(Km).max(initial=0))]
+    if asymmetric:
+        names = "the training kernel is" if arr.ndim == 2 else f"the training kernels {asymmetric} are"
+        warnings.warn(f"{names} not symmetric (relative difference above {tol:.1e}); using (K + K')/2, the "
+                      f"closest symmetric matrix, which gives the same quadratic forms.  Kernel matrices must "
+                      f"be symmetric: check how they are computed", UserWarning, stacklevel=2)
+        arr = arr.copy()
+        stack = arr[None] if arr.ndim == 2 else np.moveaxis(arr, kernel_axis, 0)
+        for m in asymmetric:
+            stack[m] = (stack[m] + stack[m].T) / 2
+    for m, Km in enumerate(stack):
+        hint = _indefinite_hint(Km)
+        if hint:
+            warnings.warn(f"{what.format(m=m)} is not positive semi-definite ({hint}): the SVM problem is then "
+                          f"not convex, and the solvers return a stationary point whose duality gap is not a "
+                          f"certificate.  Use a positive semi-definite kernel (for example clip the negative "
+                          f"eigenvalues)", UserWarning, stacklevel=2)
+    return arr
+
+
+_CHECK_BLOCK = 1 << 22  # entries per block of the O(n^2) checks: bounded temporaries
+
+
+def _row_step(n_cols: int) -> int:
+    return max(1, _CHECK_BLOCK // max(n_cols, 1))
+
+
+def _max_asymmetry(K: np.ndarray) -> float:
+    step = _row_step(len(K))
+    return max((float(np.abs(K[a:a + step] - K[:, a:a + step].T).max(initial=0.0))
+                for a in range(0, len(K), step)), default=0.0)
+
+
+def _indefinite_hint(K: np.ndarray) -> str:
+    """A proof that ``K`` is not positive semi-definite found in O(n^2), or ``""``."""
+    d = np.asarray(np.diagonal(K), dtype=np.float64)
+    scale = max(float(np.abs(d).max(initial=0.0)), np.finfo(np.float64).tiny)
+    negative = np.flatnonzero(d < -1e-8 * scale)
+    if negative.size:
+        return f"negative diagonal entry K[{negative[0]}, {negative[0]}] = {d[negative[0]]:.3g}"
+    dpos = np.maximum(d, 0.0)
+    step = _row_step(len(K))
+    for a in range(0, len(K), step):
+        block = np.asarray(K[a:a + step], dtype=np.float64)
+        # K_ij^2 <= K_ii K_jj for every PSD matrix (Cauchy-Schwarz), up to rounding
+        excess = block**2 - dpos[a:a + step, None] * dpos[None, :] * (1 + 1e-6) - (1e-8 * scale) ** 2
+        if (excess > 0).any():
+            i, j = np.argwhere(excess > 0)[0]
+            return (f"K[{a + i}, {j}]^2 = {block[i, j] ** 2:.3g} exceeds K[{a + i}, {a + i}] K[{j}, {j}] = "
+                    f"{dpos[a + i] * dpos[j]:.3g}")
+    return ""
 
 
 def _index(idx: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.ndarray:
@@ -100,6 +215,14 @@ class KernelStack:
         """
         raise NotImplementedError
 
+    def column_provider(self, weights: np.ndarray) -> KernelColumns | None:
+        """The columns of ``sum_m weights[m] * K_m`` on demand, for a stack whose combination must never be
+        formed densely (a lazy stack: memory bounded by the solver's column cache, not by ``n**2``).
+
+        ``None`` (the default) means that the stack combines densely, with :meth:`combine`.
+        """
+        return None
+
     def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         """``q[m] = v' K_m v`` for every kernel (square stacks), touching only the non-zeros of ``v``.
 
@@ -125,6 +248,11 @@ class KernelStack:
         """The stack restricted to ``rows`` and ``cols`` (``cols = rows`` when omitted), without copying
         the stored kernels.  Indices (or boolean masks) refer to this stack's rows and columns."""
         raise NotImplementedError
+
+    def _subset_index(self, rows, cols) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`subset`'s arguments as index arrays into this stack's rows and columns."""
+        r = _index(rows, self.n_rows, "rows")
+        return r, (r if cols is None else _index(cols, self.n_cols, "columns"))
 
     def to_array(self) -> np.ndarray:
         """All kernels as one float64 array (M, n_rows, n_cols) (for tests and small stacks)."""
@@ -248,8 +376,7 @@ class DenseStack(KernelStack):
         return out
 
     def subset(self, rows, cols=None) -> DenseStack:
-        r = _index(rows, self.n_rows, "rows")
-        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        r, c = self._subset_index(rows, cols)
         base_rows, base_cols = self._rc()
         self._stored_symmetric()  # checked once here, not once per view
         return type(self)._view(self, base_rows[r], base_cols[c])
@@ -320,7 +447,10 @@ class LazyStack(KernelStack):
     Memory: the features, the fitted builders, the normalization constants (O(M n)), and one block of
     at most ``block_bytes`` of kernel values at a time, beside the outputs of the operations.  Each
     operation costs a recomputation of the kernels it touches: ``combine`` all active kernels,
-    ``quad_forms`` only the support x support entries of every kernel.
+    ``quad_forms`` only the support x support entries of every kernel.  Solvers never ``combine`` a
+    square lazy stack: :meth:`column_provider` gives the SMO the columns of the combined kernel on
+    demand (:class:`LazyColumns`), which it keeps in a cache of ``cache_size`` megabytes; a fit then
+    needs ``cache_size + block_bytes`` beside O(M n), whatever ``n``.
 
     Parameters
     ----------
@@ -334,11 +464,17 @@ class LazyStack(KernelStack):
         Subset of the rows of ``X`` and of the training samples.
     block_bytes : int
         Budget for one float64 block of kernel values (and its base matrix).
+    dtype : dtype
+        Precision requested for stored copies (blocks are computed in float64).
+    cache_size : float, default=200
+        Megabytes of combined-kernel columns the SMO caches during an inner solve (libsvm's
+        ``cache_size``).  A cache of ``8 n`` kB or more holds every column.
     """
 
     def __init__(self, builders: Sequence[KernelBuilder], X: np.ndarray, normalization: Normalization,
                  n_train: int, rows: np.ndarray | None = None, cols: np.ndarray | None = None,
-                 block_bytes: int = 256 * 2**20, dtype: np.dtype | str = "float64") -> None:
+                 block_bytes: int = 256 * 2**20, dtype: np.dtype | str = "float64",
+                 cache_size: float = 200.0) -> None:
         self.builders = list(builders)
         self.X = X
         self.normalization = normalization
@@ -348,8 +484,10 @@ class LazyStack(KernelStack):
         self._all_cols = cols is None
         self.block_bytes = int(block_bytes)
         self._dtype = np.dtype(dtype)
+        self.cache_size = check_positive_real("cache_size (megabytes of kernel columns)", cache_size)
         self.n_kernels = len(self.builders)
         self.n_rows, self.n_cols = len(self._rows), len(self._cols)
+        self._diag: np.ndarray | None = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -415,8 +553,16 @@ class LazyStack(KernelStack):
                 out[start:start + step] = K
         return out
 
+    def column_provider(self, weights: np.ndarray) -> LazyColumns:
+        return LazyColumns(self, weights)
+
     def diag(self) -> np.ndarray:
         self._check_square("diag")
+        if self._diag is None:
+            self._diag = self._compute_diag()
+        return self._diag.copy()
+
+    def _compute_diag(self) -> np.ndarray:
         out = np.empty((self.n_kernels, self.n_rows), dtype=np.float64)
         # Square blocks along the diagonal: O(n * step) kernel values per kernel.
         step = max(1, min(1024, int(np.sqrt(self.block_bytes / 16))))
@@ -428,7 +574,50 @@ class LazyStack(KernelStack):
         return out
 
     def subset(self, rows, cols=None) -> LazyStack:
-        r = _index(rows, self.n_rows, "rows")
-        c = r if cols is None else _index(cols, self.n_cols, "columns")
+        r, c = self._subset_index(rows, cols)
         return LazyStack(self.builders, self.X, self.normalization, self.n_train, self._rows[r],
-                         self._cols[c], self.block_bytes, self._dtype)
+                         self._cols[c], self.block_bytes, self._dtype, self.cache_size)
+
+
+class LazyColumns(KernelColumns):
+    """The columns of ``sum_m weights[m] * K_m`` of a square lazy stack, computed when the SMO asks.
+
+    A block of columns costs one pass of the kernel builders over the block's samples (base matrices
+    shared within a group of builders, the normalization applied), in row blocks of the stack's
+    ``block_bytes``; kernels at a zero weight are never computed.  The SMO keeps the columns in its cache
+    of ``stack.cache_size`` megabytes.
+
+    Parameters
+    ----------
+    stack : LazyStack
+        A square stack over the same samples for its rows and columns (training samples or a fold).
+    weights : array-like of shape (M,)
+        Combination weights.
+    """
+
+    def __init__(self, stack: LazyStack, weights: np.ndarray) -> None:
+        stack._check_square("a column provider")
+        if not np.array_equal(stack._rows, stack._cols):
+            raise ValueError("a column provider needs a stack whose rows are its columns (a training "
+                             "stack or a fold of one, not a cross stack)")
+        self.stack = stack
+        self.weights, self._active = _weights(weights, stack.n_kernels)
+        self.n = stack.n_rows
+        self.cache_size = stack.cache_size
+
+    def column(self, i: int, out: np.ndarray) -> None:
+        self.columns(np.array([i], dtype=np.intp), out[None])
+
+    def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        stack = self.stack
+        idx = np.asarray(idx, dtype=np.intp)
+        out[...] = 0.0
+        step = stack._block_rows(self.n)
+        for start in range(0, len(idx), step):
+            # row i of the symmetric combined kernel is its column i
+            block = out[start:start + step]
+            for m, K in stack._blocks(self._active, stack._rows[idx[start:start + step]], stack._cols):
+                _stack.axpy(block, np.ascontiguousarray(K), self.weights[m])
+
+    def diagonal(self) -> np.ndarray:
+        return self.weights @ self.stack.diag()
