@@ -11,11 +11,18 @@ from multikernel.config import RunConfig, config_from_dict, load_config
 from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimator import MKLClassifier
 from multikernel.hookspecs import hookimpl
+from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.registry import get_registry, register_plugin
 
 __all__ = [
     "__version__",
     "MKLClassifier",
+    "ITML",
+    "ITML_Supervised",
+    "ITMLPlus",
+    "ITMLPlus_Supervised",
+    "ITMLS",
+    "ITMLS_Supervised",
     "RunConfig",
     "load_config",
     "config_from_dict",
