@@ -14,8 +14,9 @@ Conventions shared by both steps (see ``docs/methods/itml.md``):
   ``M^-1 = M0^-1 + sum_k nu_k y_k A_k``, ``lam P^-1 = lam P0^-1 - sum_k beta_k B_k``,
   ``gamma / xi_k = gamma / xi0_k - nu_k y_k + beta_k``.
 
-``M`` and ``P`` are read and written through their upper triangles only (half the memory traffic of the two
-O(h^2) passes of a projection); the lower triangles are filled in once at the end.
+``M`` and ``P`` are read and written through their upper triangles only, in one pass per projection: the
+rank-one update of a projection is applied during the next projection's product ``M v``. The lower triangles
+are filled in once at the end.
 """
 
 import numpy as np
@@ -55,6 +56,32 @@ cdef extern from *:
         for (Py_ssize_t i = 0; i < h; ++i) r += u[i] * v[i];
         return r;
     }
+    /* The previous projection's update and this one's product in one pass over the triangle:
+       M += c p p' (upper triangle), then u = M v and return v'M v. Each projection then reads and writes M
+       once instead of reading it (u = M v) and reading and writing it again (the update). */
+    ITML_DISPATCH static double itml_syr_symv_upper(double *restrict M, const double *restrict p, double c,
+                                                    const double *restrict v, double *restrict u,
+                                                    Py_ssize_t h) {
+        for (Py_ssize_t i = 0; i < h; ++i) u[i] = 0.0;
+        for (Py_ssize_t i = 0; i < h; ++i) {
+            double *restrict row = M + i * h;
+            const double vi = v[i], ci = c * p[i];
+            row[i] += ci * p[i];
+            double s = row[i] * vi;
+            #pragma omp simd reduction(+:s)
+            for (Py_ssize_t j = i + 1; j < h; ++j) {
+                const double mij = row[j] + ci * p[j];
+                row[j] = mij;
+                s += mij * v[j];
+                u[j] += mij * vi;
+            }
+            u[i] += s;
+        }
+        double r = 0.0;
+        #pragma omp simd reduction(+:r)
+        for (Py_ssize_t i = 0; i < h; ++i) r += u[i] * v[i];
+        return r;
+    }
     /* Upper triangle of M += c u u'. */
     ITML_DISPATCH static void itml_syr_upper(double *restrict M, const double *restrict u, double c,
                                              Py_ssize_t h) {
@@ -67,6 +94,7 @@ cdef extern from *:
     }
     """
     double itml_symv_upper(const double *M, const double *v, double *u, Py_ssize_t h) nogil
+    double itml_syr_symv_upper(double *M, const double *p, double c, const double *v, double *u, Py_ssize_t h) nogil
     void itml_syr_upper(double *M, const double *u, double c, Py_ssize_t h) nogil
 
 
@@ -74,6 +102,16 @@ cdef inline void _diff(const double[:, ::1] X, Py_ssize_t i, Py_ssize_t j, doubl
     cdef Py_ssize_t f
     for f in range(X.shape[1]):
         out[f] = X[i, f] - X[j, f]
+
+
+cdef inline double _product(double[:, ::1] A, const double *pend, double *c, const double *v, double *u,
+                            Py_ssize_t h) noexcept nogil:
+    """``u = A v``, returning ``v'A v``, after the pending update ``A += c pend pend'`` (then cleared)."""
+    cdef double cc = c[0]
+    if cc != 0.0:
+        c[0] = 0.0
+        return itml_syr_symv_upper(&A[0, 0], pend, cc, v, u, h)
+    return itml_symv_upper(&A[0, 0], v, u, h)
 
 
 cdef void _mirror_upper(double[:, ::1] A) noexcept nogil:
@@ -148,11 +186,19 @@ def bregman_projections(
             raise ValueError(f"pair {k0} indexes outside the {X.shape[0]} samples")
         if privileged[k0] and g == 0:
             raise ValueError(f"pair {k0} is marked privileged but Z has no columns")
-    cdef double[::1] v = np.empty(h), u = np.empty(h)
-    cdef double[::1] w = np.empty(max(g, 1)), q = np.empty(max(g, 1))
+    cdef double[::1] v = np.empty(h), w = np.empty(max(g, 1))
+    # two product buffers per metric: this projection's u = M v, and the previous one's, whose rank-one update
+    # of M is still pending (applied by the next product, fused into its pass over M)
+    cdef double[::1] ubuf = np.empty(2 * h), qbuf = np.empty(2 * max(g, 1))
+    cdef double *u = &ubuf[0]
+    cdef double *u_pend = &ubuf[h]
+    cdef double *q = &qbuf[0]
+    cdef double *q_pend = &qbuf[max(g, 1)]
+    cdef double *tmp
+    cdef double c_m = 0.0, c_p = 0.0
     cdef double[::1] nu_old = np.array(nu, copy=True), beta_old = np.array(beta, copy=True)
     cdef Py_ssize_t sweep = 0, k
-    cdef double r, s, x, yk, a, a_star, lower, b, c, diff, norm_new, norm_old, conv = np.inf
+    cdef double r, s, x, yk, a, a_star, lower, b, diff, norm_new, norm_old, conv = np.inf
     cdef double lg = lam + gamma, gp = gamma / (gamma + 1.0)
     with nogil:
         while sweep < max_iter:
@@ -160,12 +206,12 @@ def bregman_projections(
                 yk = y[k]
                 x = xi[k]
                 _diff(X, pairs[k, 0], pairs[k, 1], &v[0])
-                r = itml_symv_upper(&M[0, 0], &v[0], &u[0], h)
+                r = _product(M, u_pend, &c_m, &v[0], u, h)
                 if not r > 0.0:  # only after an underflow: the caller rejects zero differences
                     continue
                 if privileged[k]:
                     _diff(Z, pairs[k, 0], pairs[k, 1], &w[0])
-                    s = itml_symv_upper(&P[0, 0], &w[0], &q[0], g)
+                    s = _product(P, q_pend, &c_p, &w[0], q, g)
                     if not s > 0.0:
                         continue
                     # (5.23) before clipping, then (5.24) at the clipped alpha
@@ -175,20 +221,23 @@ def bregman_projections(
                     b = lam / lg * (gamma / s - gamma / x + yk * a)
                     nu[k] += a
                     beta[k] += b
-                    if a != 0.0:
-                        itml_syr_upper(&M[0, 0], &u[0], -yk * a / (1.0 + yk * a * r), h)  # (5.11)
-                    if b != 0.0:
-                        itml_syr_upper(&P[0, 0], &q[0], b / (lam - b * s), g)  # (5.12)
+                    if b != 0.0:  # (5.12), pending
+                        c_p = b / (lam - b * s)
+                        tmp = q_pend
+                        q_pend = q
+                        q = tmp
                     xi[k] = lam * s / (lam - s * b)  # (5.13)
                 else:
                     # Davis et al.: projection onto d_M = xi with the slack, or give back the multiplier
                     a_star = yk * gp * (1.0 / x - 1.0 / r)
                     a = a_star if a_star > -nu[k] else -nu[k]
-                    if a == 0.0:
-                        continue
                     nu[k] += a
-                    itml_syr_upper(&M[0, 0], &u[0], -yk * a / (1.0 + yk * a * r), h)
                     xi[k] = 1.0 / (1.0 / x - yk * a / gamma)
+                if a != 0.0:  # (5.11) / Davis et al.'s update of M, pending
+                    c_m = -yk * a / (1.0 + yk * a * r)
+                    tmp = u_pend
+                    u_pend = u
+                    u = tmp
             sweep += 1
             diff = 0.0
             norm_new = 0.0
@@ -206,7 +255,11 @@ def bregman_projections(
             if conv < tol:
                 break
             with gil:
-                PyErr_CheckSignals()  # Ctrl-C stops a long fit
+                PyErr_CheckSignals()  # Ctrl-C stops a long fit (the pending updates are lost with the fit)
+        if c_m != 0.0:
+            itml_syr_upper(&M[0, 0], u_pend, c_m, h)
+        if c_p != 0.0:
+            itml_syr_upper(&P[0, 0], q_pend, c_p, g)
         _mirror_upper(M)
         _mirror_upper(P)
     return sweep, conv
