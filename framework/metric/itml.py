@@ -445,9 +445,9 @@ _COMMON_PARAMS = """
     max_iter : int, default=1000
         Maximum number of sweeps over the pairs (metric-learn's default; the thesis's ITML+ stops after 10).
     tol : float, default=1e-3
-        Stop after a sweep in which the cumulative dual variables ``d`` changed by less than
-        ``||d - d_old||_1 / (||d||_2 + ||d_old||_2)`` (the rule of Davis et al.'s code and metric-learn), or
-        in which no constraint has ever been violated (the prior is then the solution).
+        Stop after a sweep when ``||d - d_old||_1 / (||d||_2 + ||d_old||_2) < tol``, ``d`` the vector of the
+        cumulative dual variables (the rule of Davis et al.'s code and metric-learn), or when no constraint has
+        ever been violated (the prior is then the solution).
     prior : {'identity', 'covariance'} or array of shape (n_features, n_features), default='identity'
         ``M0`` of ``D_ld(M, M0)``: the identity, the inverse covariance of the training samples, or a given
         symmetric positive definite matrix."""
