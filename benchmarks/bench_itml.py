@@ -148,9 +148,10 @@ def growth(MLITML, sizes, sweeps):
             ow, oc, _ = _timed(lambda e=ours, P3=P3, lab=lab, b=bounds: e.fit(P3, lab, bounds=b))
             mw, mc, _ = _timed(lambda e=theirs, P3=P3, lab=lab, b=bounds: e.fit(P3, lab, bounds=b))
         rows.append(dict(pairs=len(lab), ours=ow, ml=mw, us_ours=1e6 * ow / (sweeps * len(lab)),
-                         us_ml=1e6 * mw / (sweeps * len(lab))))
-        print(f"{len(lab):7d} pairs, {sweeps} sweeps, d=50: ours {ow:.3f} s ({rows[-1]['us_ours']:.2f} us/projection),"
-              f" metric-learn {mw:.3f} s ({rows[-1]['us_ml']:.2f} us/projection), ratio {mw / ow:.1f}x", flush=True)
+                         us_ml=1e6 * mw / (sweeps * len(lab)), ours_cpu=oc, ml_cpu=mc))
+        print(f"{len(lab):7d} pairs, {sweeps} sweeps, d=50: ours {ow:.3f} s (CPU {oc:.3f}; {rows[-1]['us_ours']:.2f} "
+              f"us/projection), metric-learn {mw:.3f} s (CPU {mc:.3f}; {rows[-1]['us_ml']:.2f} us/projection), "
+              f"ratio {mw / ow:.1f}x wall, {mc / oc:.1f}x CPU", flush=True)
     return rows
 
 
@@ -189,6 +190,8 @@ def plus_vs_itml(n_per_kind):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, one round")
+    ap.add_argument("--sections", default="fits,tight,growth,floor,plus",
+                    help="comma-separated subset of fits,tight,growth,floor,plus (floor needs fits)")
     args = ap.parse_args()
     # metric-learn's threshold calibration calls a scikit-learn function deprecated in 1.8
     warnings.filterwarnings("ignore", category=FutureWarning, module="sklearn")
@@ -200,11 +203,17 @@ def main() -> None:
             fits = whole_fits(MLITML, [50], 1000, 1, 20)
             growth(MLITML, [1000, 10000], 2)
         else:
-            fits = whole_fits(MLITML, [50, 200], 5000, 2, 100)
-            tight_agreement(MLITML)
-            growth(MLITML, [1000, 10000, 100000], 10)
-            floor(200, next(r["us_ours_cpu"] for r in fits if r["d"] == 200))
-            plus_vs_itml(2500)
+            sections = set(args.sections.split(","))
+            if "fits" in sections:
+                fits = whole_fits(MLITML, [50, 200], 5000, 2, 100)
+            if "tight" in sections:
+                tight_agreement(MLITML)
+            if "growth" in sections:
+                growth(MLITML, [1000, 10000, 100000], 10)
+            if "floor" in sections and "fits" in sections:
+                floor(200, next(r["us_ours_cpu"] for r in fits if r["d"] == 200))
+            if "plus" in sections:
+                plus_vs_itml(2500)
     print(f"load average at the end {os.getloadavg()}")
 
 

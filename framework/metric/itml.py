@@ -230,6 +230,14 @@ def _split_missing(Z: np.ndarray, name: str) -> np.ndarray:
     return ~nan.all(axis=1) if Z.shape[1] else np.zeros(Z.shape[0], dtype=bool)
 
 
+def _sample_rows(X: np.ndarray, idx: np.ndarray, sample_rows, bounds, prior) -> np.ndarray:
+    """The training samples behind the targets and a covariance prior (those in the pairs, unless given);
+    an empty (0, d) array when neither needs them (given bounds, no covariance prior)."""
+    if bounds is not None and not (isinstance(prior, str) and prior == "covariance"):
+        return np.empty((0, X.shape[1]))
+    return X[np.unique(idx)] if sample_rows is None else sample_rows
+
+
 def _nonzero_pairs(X: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return np.any(X[idx[:, 0]] != X[idx[:, 1]], axis=1)
 
@@ -274,7 +282,7 @@ class _MetricBase(MahalanobisMixin, BaseEstimator):
 
     def _itml(self, X, idx, y, bounds, prior, gamma, rng, owner, sample_rows=None):
         """Plain ITML on ``X`` for the pairs ``idx``: returns (M, bounds, n_sweeps)."""
-        rows = X[np.unique(idx)] if sample_rows is None else sample_rows
+        rows = _sample_rows(X, idx, sample_rows, bounds, prior)
         M0 = _prior_matrix(prior, rows, "X" if owner == "main" else "X_privileged",
                            "prior" if owner == "main" else "prior_privileged")
         b = _targets(rows, M0, _check_percentiles(self.percentiles), rng) if bounds is None else bounds
@@ -309,7 +317,7 @@ class _ITMLPlusCore(_MetricBase):
         rng = check_random_state(self.random_state)
         keep = _drop_identical_pairs(X, idx, y, owner)
         idx, y = idx[keep], y[keep]
-        rows = X[np.unique(idx)] if sample_rows is None else sample_rows
+        rows = _sample_rows(X, idx, sample_rows, bounds, self.prior)
         M0 = _prior_matrix(self.prior, rows, "X", "prior")
         b = _targets(rows, M0, _check_percentiles(self.percentiles), rng) if bounds is None else bounds
         if Z is None:
