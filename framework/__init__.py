@@ -27,10 +27,17 @@ from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError,
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.stack.storage import DenseStack, KernelStack
+from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 
 __all__ = [
     "__version__",
     "MKLClassifier",
+    "ITML",
+    "ITML_Supervised",
+    "ITMLPlus",
+    "ITMLPlus_Supervised",
+    "ITMLS",
+    "ITMLS_Supervised",
     "RunConfig",
     "load_config",
     "config_from_dict",
