@@ -25,9 +25,9 @@ from multikernel.core.interfaces import (
 from multikernel.core.registry import get_registry, register_plugin
 from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.stack.storage import DenseStack, KernelStack
-from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 
 __all__ = [
     "__version__",
