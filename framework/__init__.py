@@ -8,7 +8,7 @@ package: interfaces, registry, kernel stack, estimators, configuration, CLI), ``
 
 from multikernel._version import __version__
 from multikernel.config import RunConfig, config_from_dict, load_config
-from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
+from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimator import MKLClassifier
 from multikernel.hookspecs import hookimpl
 from multikernel.registry import get_registry, register_plugin
@@ -27,6 +27,7 @@ __all__ = [
     "PluginError",
     "ModelFormatError",
     "MemoryBudgetError",
+    "FitInterruptedWarning",
 ]
 
 

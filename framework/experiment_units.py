@@ -23,7 +23,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from multikernel.config import KernelsConfig, PreprocessingConfig, SolverConfig
-from multikernel.errors import ConfigError, PluginError
+from multikernel.errors import ConfigError, FitInterruptedWarning, PluginError
 from multikernel.experiment_config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
 from multikernel.interfaces import KernelBuilder
 from multikernel.kernelset import KernelSet
@@ -184,7 +184,7 @@ class _Recorder:
         rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
         # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
         # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
-        if any("interrupted" in str(w.message) for w in self.caught if issubclass(w.category, RuntimeWarning)):
+        if any(issubclass(w.category, FitInterruptedWarning) for w in self.caught):
             raise KeyboardInterrupt
         rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + sum(
             issubclass(w.category, ConvergenceWarning) for w in self.caught)
