@@ -23,7 +23,7 @@ from multikernel.core.interfaces import (
     Solver,
 )
 from multikernel.core.registry import get_registry, register_plugin
-from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
+from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
@@ -49,6 +49,7 @@ __all__ = [
     "PluginError",
     "ModelFormatError",
     "MemoryBudgetError",
+    "FitInterruptedWarning",
     # the plugin contracts (see docs/plugins.md)
     "Component",
     "KernelBuilder",

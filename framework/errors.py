@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["PluginError", "ConfigError", "ModelFormatError", "MemoryBudgetError"]
+__all__ = ["PluginError", "ConfigError", "ModelFormatError", "MemoryBudgetError", "FitInterruptedWarning"]
 
 
 class PluginError(ValueError):
@@ -26,3 +26,11 @@ class ModelFormatError(ValueError):
 
 class MemoryBudgetError(MemoryError):
     """A kernel stack that would not fit in the memory budget; the message names the alternatives."""
+
+
+class FitInterruptedWarning(RuntimeWarning):
+    """A fit stopped by Ctrl-C (``KeyboardInterrupt``) that returned the best weights found so far.
+
+    The result then has ``interrupted=True``.  Callers that must not treat such a fit as finished (an
+    experiment runner recording units) test this category, never the message text.
+    """

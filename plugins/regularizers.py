@@ -297,11 +297,13 @@ class SimplexPower(Regularizer):
                 # nu_lo = sqrt(a / (kappa p + lam_+)) it is negative (kappa p nu^(p-1) <= kappa p for
                 # nu <= 1), so [nu_lo, 1] brackets the root; a weight above 1 means a sum above 1 anyway
                 # (set to 1).
-                lo = np.minimum(0.5 * np.log(ap / (kappa * p + max(lam, 0.0))), 0.0)
+                log_ap = np.log(ap)
+                lo = np.minimum(0.5 * (log_ap - np.log(kappa * p + max(lam, 0.0))), 0.0)
 
-                # Newton in u = log(nu), where phi is much closer to linear than in nu.
+                # Newton in u = log(nu), where phi is much closer to linear than in nu.  a / nu^2 is formed
+                # as exp(log a - 2u): for a weight near 1e-160 (a ~ 1e-320) exp(-2u) alone overflows.
                 def phi(u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-                    grow, shrink = kappa * p * np.exp((p - 1.0) * u), ap * np.exp(-2.0 * u)
+                    grow, shrink = kappa * p * np.exp((p - 1.0) * u), np.exp(log_ap - 2.0 * u)
                     return grow - shrink + lam, (p - 1.0) * grow + 2.0 * shrink
 
                 hi = np.zeros(len(ap))

@@ -3,9 +3,11 @@ the level method.
 
 All of them minimise ``F(mu) = Omega(mu) + J(mu)`` over the regularizer's domain, with
 ``J(mu) = max_alpha L(alpha) - 1/2 sum_m mu_m q_m(alpha)``.  By Danskin's theorem the gradient is
-``dF/dmu_m = -q_m(alpha*)/2 + dOmega/dmu_m`` at the inner optimum ``alpha*``.  Every solver records its
-iterates in :class:`multikernel.solve.outer.OuterLoop`, which owns the bounds, the certified duality gap and the
-stopping rule, and every inner solve starts from the previous ``alpha``.
+``dF/dmu_m = -q_m(alpha*)/2 + dOmega/dmu_m`` at the inner optimum ``alpha*``.  Each solver writes only its
+step; :class:`multikernel.solve.outer.OuterSolver` runs the steps and
+:class:`multikernel.solve.outer.OuterLoop` owns the bounds, the certified duality gap, the stopping rule and the
+inner tolerance.  Every inner solve starts
+from the previous ``alpha``.
 """
 
 from __future__ import annotations
@@ -19,73 +21,26 @@ from threadpoolctl import ThreadpoolController
 
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
-from multikernel.solve.outer import OuterLoop
-from multikernel.stack.combination import CombinedKernel
+from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
+from multikernel.solve.outer import INNER_TOL_FLOOR, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
 
-def _start(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
-    """The starting weights and alpha: the warm start made feasible for this regularizer, or ``initial``.
+class _PartialFormsEvaluator(Evaluator):
+    """Computes all quadratic forms (a certified lower bound) only every ``certify_every`` iterations when
+    most weights are zero; the other iterates are recorded with their upper bound only."""
 
-    A warm start from another point of a hyper-parameter grid may lie outside this domain (a smaller cap
-    theta, say), so it is projected.  With ``revive``, zero weights are lifted by mixing in 0.1% of the
-    initial point (a convex combination of two feasible points stays feasible): the multiplicative
-    closed-form updates can never move a zero weight again.
-    """
-    reg, M = problem.regularizer, problem.stack.n_kernels
-    reg.check(M)
-    init = np.asarray(reg.initial(M), dtype=np.float64)
-    warm = problem.warm_start
-    if warm is None or np.shape(warm.weights) != (M,):
-        return init, None
-    mu = np.asarray(warm.weights, dtype=np.float64).copy()
-    try:
-        mu = np.asarray(reg.project(mu), dtype=np.float64)
-    except NotImplementedError:
-        mu = init  # the warm weights may lie outside this domain and cannot be brought back into it
-    if revive and np.any(mu <= 0):
-        mu = 0.999 * mu + 0.001 * init
-    alpha = warm.alpha if np.shape(warm.alpha) == problem.block_shape else None
-    return mu, alpha
+    def __init__(self, problem: MKLProblem, loop: OuterLoop, certify_every: int) -> None:
+        super().__init__(problem, loop)
+        self.certify_every = certify_every
+
+    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
+        full = self.loop.n_iter % self.certify_every == 0 or 2 * np.count_nonzero(mu) > len(mu)
+        return super().__call__(mu, alpha0, with_q=with_q and full)
 
 
-class _Evaluator:
-    """Inner solves at given weights (warm-started) and the objective ``F = J + Omega`` they give.
-
-    ``F`` uses the inner *dual* objective: with a warm start it changes smoothly between neighbouring
-    weights, which is what a line search compares.  Every evaluation is offered to the outer loop, so a
-    line-search trial can improve the certified bounds too.
-    """
-
-    def __init__(self, problem: MKLProblem, loop: OuterLoop) -> None:
-        self.problem = problem
-        self.loop = loop
-        self.n_solves = 0
-        self.combined = CombinedKernel(problem.stack)
-
-    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True
-                 ) -> tuple[InnerSolution, np.ndarray | None, float]:
-        """The inner solution at ``mu``, its quadratic forms (``None`` unless ``with_q``) and ``F(mu)``.
-
-        Line-search trials skip the quadratic forms, a pass over the stack as costly as the combination,
-        until they are accepted (:meth:`quad_forms`).
-        """
-        p = self.problem
-        sol = p.solve_inner(self.combined(mu), alpha0, self.loop.inner_tol)
-        self.n_solves += 1
-        q = self.quad_forms(sol) if with_q else None
-        return sol, q, sol.dual_objective + p.regularizer.penalty(mu)
-
-    def quad_forms(self, sol: InnerSolution) -> np.ndarray:
-        return self.problem.quad_forms(sol.coef)
-
-    def gradient(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return -0.5 * q + self.problem.regularizer.penalty_gradient(mu)
-
-
-class BlockCoordinateDescent(Solver):
+class BlockCoordinateDescent(OuterSolver):
     """Alternate an inner SVM solve and the regularizer's closed-form weight update.
 
     This is Algorithm 1 of Xu, Tsang and Xu (2013) for the box-simplex, and the classic analytic update
@@ -109,55 +64,78 @@ class BlockCoordinateDescent(Solver):
 
     name = "bcd"
     requires = frozenset({Capability.CLOSED_FORM})
+    revive = True
 
     def __init__(self, certify_every: int = 4) -> None:
         self.certify_every = certify_every
 
-    def solve(self, problem: MKLProblem) -> MKLResult:
-        stack, reg = problem.stack, problem.regularizer
+    def check(self, problem: MKLProblem) -> None:
         if not (isinstance(self.certify_every, int | np.integer) and self.certify_every >= 1):
             raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
-        mu, alpha = _start(problem, revive=True)
-        loop = OuterLoop(problem)
-        combined = CombinedKernel(stack)
-        converged = interrupted = False
-        try:
-            for it in range(problem.max_iter):
-                sol = problem.solve_inner(combined(mu), alpha, loop.inner_tol)
-                alpha = sol.alpha
-                active = np.flatnonzero(mu)
-                if it % self.certify_every == 0 or 2 * len(active) > len(mu):
-                    q = problem.quad_forms(sol.coef)
-                    certified = q
-                else:
-                    # The update depends on q only through mu_m^2 q_m: the forms of zero weights (which
-                    # stay zero) are needed only by the lower bound, computed every certify_every iterations.
-                    q = np.zeros(len(mu))
-                    q[active] = problem.quad_forms(sol.coef, active)
-                    certified = None
-                if loop.record(mu, sol, certified):
-                    converged = True
-                    break
-                new = reg.closed_form_update(mu, q)
-                if new is None:
-                    raise ValueError(f"regularizer {reg.name!r} has no closed-form update; "
-                                     f"use a gradient solver instead of 'bcd'")
-                mu = np.asarray(new, dtype=np.float64)
-        except KeyboardInterrupt:
-            interrupted = True
-        return loop.result(converged, interrupted)
+
+    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        return _PartialFormsEvaluator(problem, loop, self.certify_every)
+
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
+        reg = evaluate.problem.regularizer
+        q = it.q
+        if q is None:
+            # The update depends on q only through mu_m^2 q_m: zero weights (which stay zero) need no form.
+            active = np.flatnonzero(it.mu)
+            q = np.zeros(len(it.mu))
+            q[active] = evaluate.problem.quad_forms(it.sol.coef, active)
+        new = reg.closed_form_update(it.mu, q)
+        if new is None:
+            raise ValueError(f"regularizer {reg.name!r} has no closed-form update; "
+                             f"use a gradient solver instead of 'bcd'")
+        new = np.asarray(new, dtype=np.float64)
+        if np.array_equal(new, it.mu):
+            return Stalled("the closed-form update returns the current weights")
+        return evaluate(new, it.sol.alpha)
 
 
-class _LineSearchSolver(Solver):
+class _LineSearchSolver(OuterSolver):
     """Shared parameters of the solvers that take Armijo line searches (``sigma``, ``max_backtracks``)."""
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
         self.sigma = sigma
         self.max_backtracks = max_backtracks
 
-    def _check_line_search(self) -> None:
+    def check(self, problem: MKLProblem) -> None:
         if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
             raise ValueError(f"{self.name} needs 0 < sigma < 1 and max_backtracks >= 1")
+
+    def _armijo(self, evaluate: Evaluator, it: Iterate, d: np.ndarray, slope: float, t: float = 1.0,
+                finish: Callable[[np.ndarray], np.ndarray] | None = None) -> Iterate | Stalled:
+        """Backtrack ``t`` until ``F(mu + t d) <= F + sigma t slope`` and ``F(mu + t d) < F``.
+
+        ``slope = grad'd < 0``.  The next ``t`` minimises the quadratic through ``F``, the slope and the rejected
+        value, kept within ``[0.1 t, 0.5 t]`` (the safeguard of Nocedal and Wright, section 3.5).  ``finish``
+        maps each trial point to the one evaluated (for example to clear rounding residues).
+
+        The values compared are inner dual objectives, each within its inner gap of the true ``F``.  ``F`` is
+        convex, so no step shorter than ``t`` decreases it by more than ``-t slope``; once that is below the
+        two inner gaps, a comparison cannot be trusted to tell a decrease from the inner solver's error: the
+        search reports a stall, and the loop solves the inner problems more precisely.  At the finest inner
+        tolerance the search goes on (warm-started neighbouring solves err alike, so their comparison is
+        often better than the gaps say), still accepting only a strict decrease.
+        """
+        if not slope < 0:
+            return Stalled("the search direction is not a descent direction at this inner precision")
+        for _ in range(self.max_backtracks):
+            cand = it.mu + t * d
+            if finish is not None:
+                cand = finish(cand)
+            c = evaluate(cand, it.sol.alpha, with_q=False)
+            if c.objective < it.objective and c.objective <= it.objective + self.sigma * t * slope:
+                return evaluate.certify(c)
+            if -t * slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > INNER_TOL_FLOOR:
+                return Stalled("the possible decrease along the search direction is below the inner "
+                               "solves' precision")
+            curvature = c.objective - it.objective - t * slope
+            t_quad = -slope * t * t / (2.0 * curvature) if curvature > 0 else 0.5 * t
+            t = min(max(t_quad, 0.1 * t), 0.5 * t)
+        return Stalled("the line search cannot decrease the objective any more")
 
 
 class ProjectedGradient(_LineSearchSolver):
@@ -178,68 +156,23 @@ class ProjectedGradient(_LineSearchSolver):
     sigma : float, default=1e-4
         Armijo sufficient-decrease constant, in (0, 1).
     max_backtracks : int, default=30
-        Trials per iteration before the solver stops as stalled (the inner solver's precision is then the
-        limit; a ConvergenceWarning states the gap reached).
+        Trials per iteration before the step counts as stalled (the loop then solves the inner problems
+        more precisely; at the finest inner tolerance a ConvergenceWarning states the gap reached).
     """
 
     name = "projected_gradient"
     requires = frozenset({Capability.PROJECTION, Capability.PENALTY_GRADIENT})
 
-    def solve(self, problem: MKLProblem) -> MKLResult:
-        reg = problem.regularizer
-        self._check_line_search()
-        mu, alpha = _start(problem)
-        loop = OuterLoop(problem)
-        evaluate = _Evaluator(problem, loop)
-        converged = interrupted = False
-        reason = None
-        try:
-            sol, q, F = evaluate(mu, alpha)
-            grad = evaluate.gradient(mu, q)
-            eta = _initial_step(grad)
-            for _ in range(problem.max_iter):
-                if loop.record(mu, sol, q):
-                    converged = True
-                    break
-                d = np.asarray(reg.project(mu - eta * grad), dtype=np.float64) - mu
-                if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(mu)))):
-                    converged = loop.met  # a fixed point of the projected step: stationary
-                    reason = "the projected gradient step vanished (stationary up to the inner precision)"
-                    break
-                step = _armijo(evaluate, loop, mu, sol.alpha, F, float(grad @ d), d, self.sigma,
-                               self.max_backtracks)
-                if step is None:
-                    converged = loop.met
-                    reason = "the line search cannot decrease the objective any more"
-                    break
-                new_mu, sol, q, F = step
-                new_grad = evaluate.gradient(new_mu, q)
-                eta = _spectral_step(new_mu - mu, new_grad - grad, eta)
-                mu, grad = new_mu, new_grad
-        except KeyboardInterrupt:
-            interrupted = True
-        return loop.result(converged, interrupted, reason)
-
-
-def _armijo(evaluate: _Evaluator, loop: OuterLoop, mu: np.ndarray, alpha0: np.ndarray, F: float,
-            slope: float, d: np.ndarray, sigma: float, max_backtracks: int, t: float = 1.0):
-    """Backtrack ``t`` from its start until ``F(mu + t d) <= F + sigma t slope``; ``None`` if it never does.
-
-    ``slope = grad'd < 0``.  The next ``t`` minimises the quadratic through ``F``, the slope and the rejected
-    value, kept within ``[0.1 t, 0.5 t]`` (the safeguard of Nocedal and Wright, section 3.5).
-    """
-    if slope >= 0:
-        return None
-    for _ in range(max_backtracks):
-        cand = mu + t * d
-        c_sol, _, c_F = evaluate(cand, alpha0, with_q=False)
-        loop.offer(cand, c_sol, None)
-        if c_F <= F + sigma * t * slope:
-            return cand, c_sol, evaluate.quad_forms(c_sol), c_F
-        curvature = c_F - F - t * slope
-        t_quad = -slope * t * t / (2.0 * curvature) if curvature > 0 else 0.5 * t
-        t = min(max(t_quad, 0.1 * t), 0.5 * t)
-    return None
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
+        grad = evaluate.gradient(it)
+        eta = _initial_step(grad) if it.step is None else it.step
+        d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
+        if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
+            return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
+        nxt = self._armijo(evaluate, it, d, float(grad @ d))
+        if isinstance(nxt, Iterate):
+            nxt.step = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
+        return nxt
 
 
 def _spectral_step(s: np.ndarray, r: np.ndarray, previous: float) -> float:
@@ -256,16 +189,32 @@ def _initial_step(grad: np.ndarray) -> float:
     return 1.0 / scale if scale > 0 else 1.0
 
 
+#: Weights below this fraction of the largest one are rounding residues of a step to the boundary.
+_RESIDUE = 1e-12
+
+
+def _clear_residues(mu: np.ndarray) -> np.ndarray:
+    """``mu`` on the simplex with its rounding residues (``<= _RESIDUE * max mu``, or negative) set to zero.
+
+    A step that takes several weights to zero at once leaves some of them at 1e-17 instead of 0; such a
+    weight counts as positive in the next direction and caps the next maximal step at about 1e-17, which
+    stalls the solver far from the optimum.
+    """
+    mu = np.where(mu > _RESIDUE * float(np.max(mu)), mu, 0.0)
+    return mu / mu.sum()
+
+
 class ReducedGradient(_LineSearchSolver):
     """SimpleMKL's reduced gradient descent on the simplex (Rakotomamonjy et al., JMLR 2008, Algorithm 1).
 
     The equality ``sum mu = 1`` is handled by eliminating the largest weight ``mu_v``: the reduced gradient
     is ``r_m = p_m - p_v`` for ``m != v``, and the descent direction ``D_m = -r_m`` except ``D_m = 0`` for a
     zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``.  Along ``D``
-    the solver first takes maximal feasible steps -- moving to the point where the next weight hits zero --
+    the solver first takes maximal feasible steps -- moving to the point where the next weights hit zero --
     while they decrease the objective, then runs an Armijo backtracking line search on ``[0, gamma_max]``
     (quadratic interpolation from the rejected boundary value; SimpleMKL itself uses a golden-section
-    search there).
+    search there).  A maximal step sets to zero every weight that reaches the boundary with it (tied or
+    duplicated kernels reach it together), and every trial point is cleared of rounding residues.
     Every evaluation is an SVM solve, warm-started from the current alpha.  Needs a regularizer whose
     domain is the simplex, declared by the class attribute ``domain = "simplex"`` (built-ins: ``simplex``,
     ``simplex_l2``, ``simplex_power``); the penalty gradient is included, so the penalised forms work too.
@@ -275,38 +224,19 @@ class ReducedGradient(_LineSearchSolver):
     sigma : float, default=1e-4
         Armijo sufficient-decrease constant, in (0, 1).
     max_backtracks : int, default=30
-        Trials per line search before the solver stops as stalled (ConvergenceWarning with the gap).
+        Trials per line search before the step counts as stalled (the loop then solves the inner problems
+        more precisely; at the finest inner tolerance a ConvergenceWarning states the gap reached).
     """
 
     name = "reduced_gradient"
     requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
 
-    def solve(self, problem: MKLProblem) -> MKLResult:
+    def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer
         if getattr(reg, "domain", None) != "simplex":
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
                              f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
-        self._check_line_search()
-        mu, alpha = _start(problem)
-        loop = OuterLoop(problem)
-        evaluate = _Evaluator(problem, loop)
-        converged = interrupted = False
-        reason = None
-        try:
-            sol, q, F = evaluate(mu, alpha)
-            for _ in range(problem.max_iter):
-                if loop.record(mu, sol, q):
-                    converged = True
-                    break
-                step = self._iteration(evaluate, loop, mu, sol, q, F)
-                if step is None:
-                    converged = loop.met
-                    reason = "the reduced gradient line search cannot decrease the objective any more"
-                    break
-                mu, sol, q, F = step
-        except KeyboardInterrupt:
-            interrupted = True
-        return loop.result(converged, interrupted, reason)
+        super().check(problem)
 
     @staticmethod
     def _direction(mu: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -318,52 +248,56 @@ class ReducedGradient(_LineSearchSolver):
         D[v] = -D.sum()
         return D
 
-    def _iteration(self, evaluate: _Evaluator, loop: OuterLoop, mu: np.ndarray, sol: InnerSolution,
-                   q: np.ndarray, F: float):
-        """One descent update; ``None`` when no decrease is possible (stationary up to the precision)."""
-        grad = evaluate.gradient(mu, q)
-        D = self._direction(mu, grad)
+    @staticmethod
+    def _maximal_step(mu: np.ndarray, D: np.ndarray, tiny: float) -> tuple[float, np.ndarray]:
+        """The longest feasible step along ``D`` and its end point, with every weight that reaches zero zeroed.
+
+        ``sum D = 0`` and ``D != 0`` give a negative entry, so ``gamma_max`` is finite unless every negative
+        entry is rounding noise (then it is infinite, and so is the end point).
+        """
+        neg = D < -tiny
+        ratios = np.full(len(mu), np.inf)
+        ratios[neg] = -mu[neg] / D[neg]
+        gamma_max = float(np.min(ratios))
+        if not math.isfinite(gamma_max):
+            return gamma_max, mu
+        end = mu + gamma_max * D
+        end[ratios <= gamma_max * (1.0 + 1e-9)] = 0.0  # all the weights that reach zero, not only the first
+        return gamma_max, _clear_residues(end)
+
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
+        """One descent update; :class:`Stalled` when no decrease is possible at this inner precision."""
+        grad = evaluate.gradient(it)
+        D = self._direction(it.mu, grad)
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(grad))))
-        if np.max(np.abs(D)) <= tiny or float(grad @ D) >= 0:
-            return None
-        improved = False
-        # Maximal feasible steps: go to where the next weight reaches zero while that lowers F.  As in
-        # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weight frozen.
+        if np.max(np.abs(D)) <= tiny or not float(grad @ D) < 0:
+            return Stalled("the reduced gradient vanished (stationary up to the inner precision)")
+        best, improved = it, False
+        # Maximal feasible steps: go to where the next weights reach zero while that lowers F.  As in
+        # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weights frozen.
         while True:
-            neg = D < -tiny
-            ratios = np.full(len(mu), np.inf)
-            ratios[neg] = -mu[neg] / D[neg]
-            k = int(np.argmin(ratios))
-            gamma_max = float(ratios[k])  # finite: sum D = 0 and D != 0 give a negative entry
-            cand = np.maximum(mu + gamma_max * D, 0.0)
-            cand[k] = 0.0
-            cand /= cand.sum()
-            c_sol, _, c_F = evaluate(cand, sol.alpha, with_q=False)
-            loop.offer(cand, c_sol, None)
-            if c_F >= F:
+            gamma_max, end = self._maximal_step(best.mu, D, tiny)
+            if not math.isfinite(gamma_max):  # only rounding noise points out of the simplex
+                return best if improved else Stalled("the reduced gradient vanished (stationary up to the "
+                                                     "inner precision)")
+            c = evaluate(end, best.sol.alpha, with_q=False)
+            if not c.objective < best.objective:
                 break
-            mu, sol, q, F, improved = cand, c_sol, evaluate.quad_forms(c_sol), c_F, True
-            loop.offer(mu, sol, q)  # its lower bound, in case a later maximal step replaces it
-            D = self._direction(mu, grad)
-            if np.max(np.abs(D)) <= tiny or float(evaluate.gradient(mu, q) @ D) >= 0:
-                return mu, sol, q, F
+            best, improved = evaluate.certify(c), True
+            D = self._direction(best.mu, grad)
+            if np.max(np.abs(D)) <= tiny or not float(evaluate.gradient(best) @ D) < 0:
+                return best
         # Armijo backtracking on [0, gamma_max] from the last accepted point; the rejected boundary value
-        # c_F gives the first trial by quadratic interpolation.
-        slope = float(evaluate.gradient(mu, q) @ D)
-        if slope >= 0:
-            return (mu, sol, q, F) if improved else None
-        curvature = c_F - F - gamma_max * slope
+        # gives the first trial by quadratic interpolation.
+        slope = float(evaluate.gradient(best) @ D)
+        curvature = c.objective - best.objective - gamma_max * slope
         t0 = -slope * gamma_max**2 / (2.0 * curvature) if curvature > 0 else 0.5 * gamma_max
         t0 = min(max(t0, 0.1 * gamma_max), 0.5 * gamma_max)
-        step = _armijo(evaluate, loop, mu, sol.alpha, F, slope, D, self.sigma, self.max_backtracks, t=t0)
-        if step is not None:
-            cand = np.maximum(step[0], 0.0)
-            return cand / cand.sum(), step[1], step[2], step[3]
-        return (mu, sol, q, F) if improved else None
+        nxt = self._armijo(evaluate, best, D, slope, t=t0, finish=_clear_residues)
+        return best if improved and isinstance(nxt, Stalled) else nxt
 
 
-
-class LevelMethod(Solver):
+class LevelMethod(OuterSolver):
     """The level method for MKL: Xu, Jin, King and Lyu, "An Extended Level Method for Efficient Multiple
     Kernel Learning", NIPS 2008.
 
@@ -413,70 +347,73 @@ class LevelMethod(Solver):
     """
 
     name = "level"
-    # _polyhedral_cap (the LP), the projection onto level sets, and the penalty tangents of the cuts
     requires = frozenset({Capability.PROJECTION, Capability.POLYHEDRAL, Capability.CAP, Capability.PENALTY_GRADIENT})
 
     def __init__(self, level: float = 0.3, max_cuts: int = 200) -> None:
         self.level = level
         self.max_cuts = max_cuts
 
-    def solve(self, problem: MKLProblem) -> MKLResult:
+
+    def check(self, problem: MKLProblem) -> None:
         if not (0.0 < self.level < 1.0 and self.max_cuts >= 2):
             raise ValueError("level needs 0 < level < 1 and max_cuts >= 2")
-        stack = problem.stack
-        cap = _polyhedral_cap(problem.regularizer, stack.n_kernels)
-        project = problem.regularizer.project
-        mu, alpha = _start(problem)
-        loop = OuterLoop(problem)
-        bundle = _Bundle(self.max_cuts)
-        blas = ThreadpoolController()
-        combined = CombinedKernel(stack)
-        pending = None  # the aggregate cut of the last LP, added with the next cut
-        converged = interrupted = False
-        reason = None
-        try:
-            for _ in range(problem.max_iter):
-                sol = problem.solve_inner(combined(mu), alpha, loop.inner_tol)
-                alpha = sol.alpha
-                q = problem.quad_forms(sol.coef)
-                if pending is not None:
-                    bundle.add(*pending)
-                # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
-                o, g = _penalty_tangent(problem.regularizer, mu)
-                bundle.add(problem.linear_term(sol.alpha), q, sol.alpha, sol.coef, o, g)
-                model = bundle.model_minimum(cap)
-                pending = None if model is None else self._aggregate(problem, loop, bundle, mu, model[1])
-                if loop.record(mu, sol, q):
-                    converged = True
-                    break
-                # The level set is not empty: the level is at least the minimum of this very model (the
-                # pending aggregate cut is not in it yet, so the LP value is the bundle's minimum).
-                lower = loop.lower if model is None else max(loop.lower, model[0])
-                target = lower + self.level * (loop.upper - lower)
-                fallback = None if model is None else model[2]
-                # L-BFGS-B works on a few dozen multipliers: its BLAS calls are tiny, and BLAS threads
-                # waiting for busy cores made each call cost milliseconds in the benchmark.
-                with blas.limit(limits=1, user_api="blas"):
-                    new = bundle.project(mu, target, project, fallback)
-                if np.max(np.abs(new - mu)) <= 1e-12:
-                    # The level set holds the current point: its cut lies above the level only by the inner
-                    # solver's error, so only a tighter inner solve can make progress.
-                    if loop.inner_tol <= 1e-9:
-                        converged = loop.met
-                        reason = "the level set holds the current weights at the finest inner tolerance"
-                        break
-                    loop.inner_tol = max(0.1 * loop.inner_tol, 1e-9)
-                mu = new
-        except KeyboardInterrupt:
-            interrupted = True
-        return loop.result(converged, interrupted, reason)
+        _polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
 
-    @staticmethod
-    def _aggregate(problem: MKLProblem, loop: OuterLoop, bundle: _Bundle, mu: np.ndarray,
-                   lam: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray] | None:
+    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        return _CuttingPlanes(problem, loop, self.max_cuts)
+
+    def step(self, evaluate: _CuttingPlanes, it: Iterate) -> Iterate | Stalled:
+        loop, model = evaluate.loop, evaluate.model
+        # The level set is not empty: the level is at least the minimum of this very model (the pending
+        # aggregate cut is not in it yet, so the LP value is the bundle's minimum).
+        lower = loop.lower if model is None else max(loop.lower, model[0])
+        target = lower + self.level * (loop.upper - lower)
+        fallback = None if model is None else model[2]
+        # L-BFGS-B works on a few dozen multipliers: its BLAS calls are tiny, and BLAS threads waiting for
+        # busy cores made each call cost milliseconds in the benchmark.
+        with evaluate.blas.limit(limits=1, user_api="blas"):
+            new = evaluate.bundle.project(it.mu, target, evaluate.problem.regularizer.project, fallback)
+        if np.max(np.abs(new - it.mu)) <= 1e-12:
+            # The level set holds the current point: its cut lies above the level only by the inner solver's
+            # error, so only a tighter inner solve can make progress.
+            return Stalled("the level set holds the current weights at the finest inner tolerance")
+        return evaluate(new, it.sol.alpha)
+
+
+class _CuttingPlanes(Evaluator):
+    """The level method's evaluations: each adds its cut of ``F`` to the bundle and re-solves the model LP.
+
+    ``model`` is the last LP's (value, multipliers, minimiser), ``None`` if HiGHS failed.  The aggregate cut
+    of that LP (``alpha_bar``) is offered to the loop at once (a lower bound) and added to the bundle with
+    the next cut.
+    """
+
+    def __init__(self, problem: MKLProblem, loop: OuterLoop, max_cuts: int) -> None:
+        super().__init__(problem, loop)
+        self.cap = _polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
+        self.bundle = _Bundle(max_cuts)
+        self.blas = ThreadpoolController()
+        self.model: tuple[float, np.ndarray, np.ndarray] | None = None
+        self._pending: tuple | None = None
+
+    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
+        it = super().__call__(mu, alpha0)
+        p = self.problem
+        if self._pending is not None:
+            self.bundle.add(*self._pending)
+        # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
+        o, g = _penalty_tangent(p.regularizer, mu)
+        self.bundle.add(p.linear_term(it.sol.alpha), it.q, it.sol.alpha, it.sol.coef, o, g)
+        self.model = self.bundle.model_minimum(self.cap)
+        self._pending = None if self.model is None else self._aggregate(mu, self.model[1])
+        return it
+
+    def _aggregate(self, mu: np.ndarray, lam: np.ndarray
+                   ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None:
         """Offer ``alpha_bar = sum lam_i alpha_i`` to the loop (a lower bound only); return its cut."""
         if np.count_nonzero(lam) < 2:
             return None  # one active cut: alpha_bar is that cut's alpha, already offered
+        problem, bundle = self.problem, self.bundle
         # tensordot: alpha is (n,) for one problem, (T, n) for tasks sharing the weights
         alpha_bar, coef_bar = np.tensordot(lam, bundle.alphas, axes=1), np.tensordot(lam, bundle.coefs, axes=1)
         q_bar = problem.quad_forms(coef_bar)
@@ -484,7 +421,7 @@ class LevelMethod(Solver):
         # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
         aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
                                   primal_objective=math.inf)
-        loop.offer(mu, aggregate, q_bar)
+        self.loop.offer(mu, aggregate, q_bar)
         return problem.linear_term(alpha_bar), q_bar, alpha_bar, coef_bar, o_bar, g_bar
 
 

@@ -1,4 +1,5 @@
-"""Shared helpers of the MKL tests: small random problems and the cvxpy + Clarabel reference.
+"""Shared helpers of the MKL tests: small problems (random, drawn by hypothesis, or from a real data set),
+the presets at their default parameters, and the cvxpy + Clarabel reference.
 
 The reference solves the MKL saddle point from the dual side,
 
@@ -12,13 +13,32 @@ which equals the primal optimum (the min-max is convex-concave and the domains a
 from __future__ import annotations
 
 import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
 
+import attrs
 import cvxpy as cp
 import numpy as np
+from hypothesis import settings
+from hypothesis import strategies as st
+from sklearn.datasets import load_breast_cancer
+from sklearn.exceptions import ConvergenceWarning
 
+from multikernel import MKLClassifier
 from multikernel.core.interfaces import MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.core.registry import get_registry
 from multikernel.plugins.losses import CSVCLoss
 from multikernel.stack.storage import DenseStack
+
+
+def scaled(fraction: float) -> settings:
+    """The active hypothesis profile's settings with ``fraction`` of its ``max_examples`` (at least 2).
+
+    For property tests whose examples cost a second or more (each runs solvers and Clarabel): the ``ci``
+    profile keeps them few, the ``thorough`` profile (see CONTRIBUTING.md) runs hundreds.
+    """
+    return settings(max_examples=max(2, round(settings.default.max_examples * fraction)))
 
 
 def random_problem(seed: int, n: int = 20, M: int = 3) -> tuple[np.ndarray, np.ndarray]:
@@ -42,12 +62,147 @@ def random_problem(seed: int, n: int = 20, M: int = 3) -> tuple[np.ndarray, np.n
     return np.array(kernels), y
 
 
+@attrs.frozen
+class Drawn:
+    """A drawn MKL problem: the kernel stack, labels in {-1, +1}, ``C``, and the call that rebuilds it."""
+
+    Ks: np.ndarray
+    y: np.ndarray
+    C: float
+    call: str
+
+    def __repr__(self) -> str:  # hypothesis prints this for a failing example: a reproduction to paste
+        return self.call
+
+
+KERNEL_KINDS = ("linear", "poly", "rbf", "flat_rbf", "low_rank")
+
+
+def make_problem(n: int, positives: int, kinds: Sequence[str], copies: Sequence[int] = (),
+                 log10_scales: Sequence[float] | None = None, order: Sequence[int] | None = None,
+                 C: float = 1.0, seed: int = 0) -> Drawn:
+    """An MKL problem of a given structure (what :func:`mkl_problems` draws).
+
+    ``n`` points, the first ``positives`` of them positive; one kernel per entry of ``kinds`` on random
+    features (the first feature separates the classes by 0 to 2 standard deviations), each trace-normalized
+    then scaled by ``10**log10_scales[m]`` if given; exact copies of the kernels listed in ``copies``
+    appended; the stack permuted by ``order``.  Every kind but ``rbf`` is numerically rank-deficient for
+    most ``n``: ``linear`` and ``poly`` on 1 to 3 features, ``low_rank`` (rank 1 or 2, uninformative) and
+    ``flat_rbf`` (a Gaussian kernel of bandwidth 30 times the median distance, whose eigenvalues fall
+    below 1e-16 after a few).
+    """
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) < positives, 1.0, -1.0)
+    X = rng.normal(size=(n, 3))
+    X[:, 0] += rng.uniform(0.0, 2.0) * y
+    distinct = []
+    for kind in kinds:
+        Z = X[:, rng.choice(3, size=rng.integers(1, 4), replace=False)]
+        d2 = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
+        med = float(np.median(d2[d2 > 0])) if np.any(d2 > 0) else 1.0
+        if kind == "linear":
+            K = Z @ Z.T
+        elif kind == "poly":
+            K = (1.0 + Z @ Z.T / Z.shape[1]) ** 2
+        elif kind == "rbf":
+            K = np.exp(-d2 / (med * 10.0 ** rng.uniform(-1.0, 1.0)))
+        elif kind == "flat_rbf":
+            K = np.exp(-d2 / (900.0 * med))
+        elif kind == "low_rank":
+            W = rng.normal(size=(n, rng.integers(1, 3)))
+            K = W @ W.T
+        else:
+            raise ValueError(f"unknown kernel kind {kind!r}; use one of {KERNEL_KINDS}")
+        distinct.append(K * (n / np.trace(K)))
+    if log10_scales is not None:
+        distinct = [K * 10.0**s for K, s in zip(distinct, log10_scales, strict=True)]
+    stack = distinct + [distinct[c] for c in copies]
+    Ks = np.array([stack[i] for i in (range(len(stack)) if order is None else order)])
+    call = (f"make_problem(n={n}, positives={positives}, kinds={list(kinds)}, copies={list(copies)}, "
+            f"log10_scales={None if log10_scales is None else list(log10_scales)}, "
+            f"order={None if order is None else list(order)}, C={C!r}, seed={seed})")
+    return Drawn(Ks=Ks, y=y, C=C, call=call)
+
+
+@st.composite
+def mkl_problems(draw: Any, n: tuple[int, int] = (8, 40), kernels: tuple[int, int] = (1, 6),
+                 log10_C: tuple[float, float] = (-2.0, 4.0), max_copies: int = 3, log10_scale: float = 3.0
+                 ) -> Drawn:
+    """A hypothesis strategy that draws the structure of an MKL problem, not only a seed.
+
+    It draws the number of points and the class balance (down to one point in a class), the number of
+    distinct kernels (one included) and their kinds (most of them numerically rank-deficient), exact
+    duplicates of some of them at random places, trace-normalized or unnormalized kernels (each scaled by
+    10^[-log10_scale, log10_scale]), and ``C`` on a log scale; see :func:`make_problem`.
+    """
+    n_points = draw(st.integers(*n), label="n")
+    kinds = draw(st.lists(st.sampled_from(KERNEL_KINDS), min_size=kernels[0], max_size=kernels[1]), label="kinds")
+    copies = draw(st.lists(st.integers(0, len(kinds) - 1), max_size=max_copies), label="copies")
+    return make_problem(
+        n=n_points, positives=draw(st.integers(1, n_points - 1), label="positives"), kinds=kinds, copies=copies,
+        log10_scales=draw(st.none() | st.lists(st.floats(-log10_scale, log10_scale), min_size=len(kinds),
+                                               max_size=len(kinds)), label="log10_scales"),
+        order=draw(st.permutations(range(len(kinds) + len(copies))), label="order"),
+        C=10.0 ** draw(st.floats(*log10_C), label="log10 C"), seed=draw(st.integers(0, 2**32 - 1), label="seed"))
+
+
+def cancer_kernels(seed: int, n: int, builders: Sequence[tuple[str, dict[str, Any]]]
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Trace-normalized kernels on ``n`` standardized breast-cancer points chosen by ``seed``, and labels.
+
+    ``builders`` are (registered kernel name, parameters) pairs, fitted on the chosen points; the issue's
+    reproductions of the solver bugs are built this way.
+    """
+    X, y = load_breast_cancer(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    idx = np.random.default_rng(seed).choice(len(y), n, replace=False)
+    Ks = []
+    for name, params in builders:
+        K = get_registry().create("kernel", name, **params).fit_transform(X[idx])
+        Ks.append(K * (n / np.trace(K)))
+    return np.array(Ks), np.where(y[idx] == 1, 1.0, -1.0)
+
+
+def solve_preset(method: str, Ks: np.ndarray, y: np.ndarray, C: float, **kw: Any
+                 ) -> tuple[MKLResult, list[str]]:
+    """A registered method at its default parameters (and the estimator's default tol, inner_tol and
+    max_iter) on a precomputed stack: the result and the ConvergenceWarnings it gave.
+
+    ``kw`` overrides problem fields (``callback``) or the method's parts (``solver=...``).
+    """
+    registry = get_registry()
+    preset = registry.get("method", method)
+    defaults = MKLClassifier().get_params()
+    parts = {"loss": registry.create("loss", preset.loss, **{**preset.loss_params, "C": C}),
+             "regularizer": registry.create("regularizer", preset.regularizer, **preset.regularizer_params),
+             "solver": registry.create("solver", preset.solver, **preset.solver_params)}
+    parts.update((k, kw.pop(k)) for k in list(kw) if k in parts)
+    fields = {"tol": defaults["tol"], "inner_tol": defaults["inner_tol"], "max_iter": defaults["max_iter"], **kw}
+    problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=parts["loss"], regularizer=parts["regularizer"], **fields)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = parts["solver"].solve(problem)
+    return res, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
 def solve_mkl(Ks: np.ndarray, y: np.ndarray, regularizer: Regularizer, solver: Solver, C: float = 1.0,
               tol: float = 1e-6, inner_tol: float = 1e-8, max_iter: int = 500, **kw) -> MKLResult:
     """Our solver on the problem, with tight tolerances (the reference comparisons need them)."""
     problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CSVCLoss(C=C), regularizer=regularizer, tol=tol,
                          inner_tol=inner_tol, max_iter=max_iter, **kw)
     return solver.solve(problem)
+
+
+class CountingLoss(CSVCLoss):
+    """The C-SVC loss that records the warm start and the tolerance of every inner solve in ``calls``."""
+
+    def __init__(self, C: float = 1.0) -> None:
+        super().__init__(C=C)
+        self.calls: list[tuple[np.ndarray | None, float]] = []
+
+    def solve(self, K: np.ndarray, y: np.ndarray, alpha0: np.ndarray | None = None, tol: float = 1e-3):
+        self.calls.append((alpha0, tol))
+        return super().solve(K, y, alpha0=alpha0, tol=tol)
 
 
 def decision_values(Ks: np.ndarray, res: MKLResult) -> np.ndarray:
@@ -89,22 +244,83 @@ def cvx_dual_bound(reg: Regularizer, t: cp.Expression, M: int) -> tuple[cp.Expre
     raise ValueError(f"no cvxpy form for {name}")
 
 
-def reference_value(Ks: np.ndarray, y: np.ndarray, reg: Regularizer, C: float = 1.0) -> float:
-    """The optimal MKL objective by cvxpy + Clarabel (C-SVC inner problem)."""
+@attrs.frozen
+class Reference:
+    """Clarabel's optimal value and its accuracy: ``error`` is Clarabel's reported primal-dual gap plus
+    1e-7 relative (its feasibility tolerances, 1e-8, let its value stray a few times that far), so the optimum
+    lies within ``value +- error``."""
+
+    value: float
+    error: float
+
+    def brackets(self, res: MKLResult) -> bool:
+        """Whether ``res``'s certified bounds hold the reference optimum (up to both solvers' accuracy)."""
+        slack = self.error + 1e-9 * abs(self.value)  # the rounding of our bounds
+        return res.lower_bound <= self.value + slack and res.objective >= self.value - slack
+
+
+def _clarabel(prob: cp.Problem, opts: dict[str, Any]) -> Reference | None:
+    """Solve with Clarabel and read its own primal and dual objectives (cvxpy keeps only the primal)."""
+    data, chain, inverse = prob.get_problem_data(cp.CLARABEL, solver_opts=opts)
+    raw = chain.solve_via_data(prob, data, solver_opts=opts)
+    try:
+        with warnings.catch_warnings():  # "inaccurate": its own gap, in Reference.error, says how much
+            warnings.simplefilter("ignore", UserWarning)
+            prob.unpack_results(raw, chain, inverse)
+    except cp.error.SolverError:
+        return None
+    if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+        return None
+    value = float(prob.solution.opt_val)
+    return Reference(value, abs(raw.obj_val - raw.obj_val_dual) + 1e-7 * max(abs(value), 1.0))
+
+
+def _factors(Ks: np.ndarray) -> list[np.ndarray]:
+    """``L_m`` with ``K_m = L_m L_m'`` (the zero eigenvalues only make the cone constraints degenerate)."""
+    factors = []
+    for K in Ks:
+        w, V = np.linalg.eigh(K)
+        keep = w > 1e-12 * w.max()
+        factors.append(V[:, keep] * np.sqrt(w[keep]))
+    return factors
+
+
+#: How the reference is solved, in turn.  With ``alpha / C`` inside the cones (the same problem, its variables
+#: of order 1 for every C) and tolerances of 1e-10, Clarabel's value is within 1e-9 of the optimum where its
+#: defaults on the problem as written were off by up to 4e-7 (relative) while reporting a gap of 1e-8 (C = 66,
+#: flat Gaussian kernels).  Near-singular kernels can end one attempt in a numerical error a step short of the
+#: optimum; another one finishes.
+_TIGHT = {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10}
+_ATTEMPTS = (("C", _TIGHT), ("C", {}), (1.0, _TIGHT), (1.0, {}), ("C", {"static_regularization_constant": 1e-6}),
+             (1.0, {"static_regularization_constant": 1e-6}))
+
+
+def reference(Ks: np.ndarray, y: np.ndarray, reg: Regularizer, C: float = 1.0) -> Reference:
+    """The optimal MKL objective by cvxpy + Clarabel (C-SVC inner problem), with Clarabel's accuracy.
+
+    For large ``C`` (or strongly scaled kernels) Clarabel may stop "inaccurate" with a visible gap of its
+    own; the comparisons then allow for that gap instead of a fixed tolerance.
+    """
     M, n = Ks.shape[0], Ks.shape[1]
-    alpha, t = cp.Variable(n), cp.Variable(M)
-    cons = [alpha >= 0, alpha <= C, y @ alpha == 0]
-    ay = cp.multiply(y, alpha)
-    for m in range(M):
-        w, V = np.linalg.eigh(Ks[m])
-        keep = w > 1e-12 * w.max()  # the zero eigenvalues only make the cone constraint degenerate
-        L = V[:, keep] * np.sqrt(w[keep])
-        cons.append(0.5 * cp.sum_squares(L.T @ ay) <= t[m])
-    bound, extra = cvx_dual_bound(reg, t, M)
-    prob = cp.Problem(cp.Maximize(cp.sum(alpha) - bound), cons + extra)
-    prob.solve(solver=cp.CLARABEL)
-    assert prob.status == cp.OPTIMAL, prob.status
-    return float(prob.value)
+    factors = _factors(Ks)
+    for scale, opts in _ATTEMPTS:
+        s = C if scale == "C" else 1.0
+        alpha, t = cp.Variable(n), cp.Variable(M)
+        cons = [alpha >= 0, alpha <= C, y @ alpha == 0]
+        ay = cp.multiply(y, alpha) / s
+        cons += [0.5 * s * s * cp.sum_squares(L.T @ ay) <= t[m] for m, L in enumerate(factors)]
+        bound, extra = cvx_dual_bound(reg, t, M)
+        ref = _clarabel(cp.Problem(cp.Maximize(cp.sum(alpha) - bound), cons + extra), opts)
+        if ref is not None:
+            return ref
+    raise AssertionError("Clarabel failed on every formulation and setting tried")
+
+
+def reference_value(Ks: np.ndarray, y: np.ndarray, reg: Regularizer, C: float = 1.0) -> float:
+    """The optimal MKL objective by cvxpy + Clarabel, for moderate problems where Clarabel is accurate."""
+    ref = reference(Ks, y, reg, C)
+    assert ref.error <= 2e-7 * max(abs(ref.value), 1.0), ref  # Clarabel's own gap is at most 1e-7
+    return ref.value
 
 
 def kernel_slack_value(Ks: np.ndarray, y: np.ndarray, theta: float, r: float | None, C: float = 1.0) -> float:
@@ -120,11 +336,7 @@ def kernel_slack_value(Ks: np.ndarray, y: np.ndarray, theta: float, r: float | N
     alpha, tau, zeta = cp.Variable(n), cp.Variable(), cp.Variable(M, nonneg=True)
     ay = cp.multiply(y, alpha)
     cons = [alpha >= 0, alpha <= C, y @ alpha == 0]
-    for m in range(M):
-        w, V = np.linalg.eigh(Ks[m])
-        keep = w > 1e-12 * w.max()
-        L = V[:, keep] * np.sqrt(w[keep])
-        cons.append(cp.sum(alpha) - 0.5 * cp.sum_squares(L.T @ ay) >= tau - zeta[m])
+    cons += [cp.sum(alpha) - 0.5 * cp.sum_squares(L.T @ ay) >= tau - zeta[m] for m, L in enumerate(_factors(Ks))]
     loss = theta * cp.sum(zeta) if r is None else 0.5 * theta * cp.sum(cp.power(zeta, r))
     prob = cp.Problem(cp.Maximize(tau - loss), cons)
     prob.solve(solver=cp.CLARABEL)

@@ -1,17 +1,17 @@
-"""The level method (Xu, Jin, King and Lyu 2008): optimum, certified bounds, warm starts, interruption, and
-its two subproblems (the cutting-plane LP and the level-set projection) against cvxpy."""
+"""The level method (Xu, Jin, King and Lyu 2008): optimum, certified bounds, warm starts, and its two
+subproblems (the cutting-plane LP and the level-set projection) against cvxpy.  What it shares with the other
+solvers (interruption, max_iter, warm-started inner solves) is tested in test_solvers.py."""
 
 from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
 import pytest
-from _mkl_testing import random_problem, reference_value, solve_mkl
-from sklearn.exceptions import ConvergenceWarning
+from _mkl_testing import CountingLoss, random_problem, reference_value, solve_mkl
 
 from multikernel.core.interfaces import MKLProblem
 from multikernel.core.registry import get_registry
-from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
+from multikernel.plugins.losses import CSVCNoBiasLoss, NuLoss, SquareHingeLoss
 from multikernel.plugins.regularizers import (
     BoxSimplex,
     ElasticNet,
@@ -19,15 +19,9 @@ from multikernel.plugins.regularizers import (
     Simplex,
     SimplexL2,
     SimplexPower,
-    Uniform,
 )
 from multikernel.plugins.solvers import LevelMethod, ProjectedGradient, ReducedGradient, _Bundle
 from multikernel.stack.storage import DenseStack
-
-
-def test_registered_by_name():
-    assert "level" in get_registry().names("solver")
-    assert get_registry().create("solver", "level", level=0.5).level == 0.5
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -67,18 +61,14 @@ def test_every_loss_agrees_with_simplemkl(loss):
 def test_fewer_svm_solves_than_simplemkl():
     # The point of the method: every past subgradient is kept, so far fewer SVM solves reach the gap.
     Ks, y = random_problem(5, n=30, M=8)
-    calls = {"level": 0, "reduced_gradient": 0}
-
+    solves = {}
     for solver in (LevelMethod(), ReducedGradient()):
-        class CountingLoss(CSVCLoss):
-            def solve(self, K, y, alpha0=None, tol=1e-3, _name=solver.name):
-                calls[_name] += 1
-                return super().solve(K, y, alpha0=alpha0, tol=tol)
-
-        problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CountingLoss(C=10.0), regularizer=Simplex(),
-                             tol=1e-4, inner_tol=1e-8, max_iter=1000)
+        loss = CountingLoss(C=10.0)
+        problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=loss, regularizer=Simplex(), tol=1e-4,
+                             inner_tol=1e-8, max_iter=1000)
         assert solver.solve(problem).converged
-    assert calls["level"] < calls["reduced_gradient"]
+        solves[solver.name] = len(loss.calls)
+    assert solves["level"] < solves["reduced_gradient"]
 
 
 def test_the_aggregated_alpha_certifies_more_than_any_single_cut():
@@ -140,62 +130,6 @@ def test_penalised_simplex_warm_starts(theta):
 def test_sm2mkl_preset_uses_the_level_method():
     method = get_registry().get("method", "sm2mkl")
     assert (method.regularizer, method.solver) == ("simplex_l2", "level")
-
-
-def test_warm_start_is_made_feasible_for_the_new_domain():
-    Ks, y = random_problem(4, n=20, M=4)
-    l1 = solve_mkl(Ks, y, Simplex(), LevelMethod(), tol=1e-5)
-    assert l1.weights.max() > 0.4  # so that a cap of 0.3 cuts it
-    res = solve_mkl(Ks, y, BoxSimplex(theta=0.3), LevelMethod(), tol=1e-5, warm_start=l1)
-    assert res.converged and res.weights.max() <= 0.3 + 1e-12
-    assert res.objective == pytest.approx(reference_value(Ks, y, BoxSimplex(theta=0.3)), rel=1e-4)
-
-
-def test_every_inner_solve_after_the_first_is_warm_started():
-    Ks, y = random_problem(10, n=20, M=4)
-    calls = []
-
-    class CountingLoss(CSVCLoss):
-        def solve(self, K, y, alpha0=None, tol=1e-3):
-            calls.append((alpha0, tol))
-            return super().solve(K, y, alpha0=alpha0, tol=tol)
-
-    problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CountingLoss(C=1.0), regularizer=Simplex(),
-                         tol=1e-4, inner_tol=1e-3, max_iter=500)
-    res = LevelMethod().solve(problem)
-    assert res.converged and calls[0][0] is None and len(calls) == res.n_iter > 2
-    assert all(a is not None and a.shape == (20,) for a, _ in calls[1:])
-    # The outer loop's adaptive inner tolerance is passed on.
-    assert calls[0][1] == 1e-3 and min(t for _, t in calls) < 1e-3
-
-
-def test_uniform_needs_one_svm_solve():
-    Ks, y = random_problem(9, n=20, M=3)
-    res = solve_mkl(Ks, y, Uniform(), LevelMethod(), tol=1e-6)
-    assert res.converged and res.n_iter == 1
-    np.testing.assert_array_equal(res.weights, np.full(3, 1.0 / 3))
-
-
-@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
-def test_interrupt_returns_the_best_iterate(reg):
-    Ks, y = random_problem(3, n=20, M=4)
-
-    def stop_after_three(entry):
-        if entry["iteration"] == 3:
-            raise KeyboardInterrupt
-
-    with pytest.warns(RuntimeWarning, match="interrupted after 3 outer iterations"):
-        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, callback=stop_after_three)
-    assert not res.converged and res.n_iter == 3
-    assert res.objective == min(h["upper"] for h in res.history)
-
-
-@pytest.mark.parametrize("reg", [Simplex(), SimplexL2(theta=1.0)], ids=lambda r: r.name)
-def test_max_iter_warns_with_the_gap(reg):
-    Ks, y = random_problem(1, n=20, M=4)
-    with pytest.warns(ConvergenceWarning, match=r"max_iter=3 with a relative duality gap of [0-9.e-]+"):
-        res = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-12, max_iter=3)
-    assert not res.converged and res.n_iter == 3 and np.isfinite(res.dual_gap)
 
 
 def test_few_cuts_still_converge():

@@ -7,7 +7,8 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from _mkl_testing import scaled
+from hypothesis import given
 from hypothesis import strategies as st
 
 from multikernel.core.registry import get_registry
@@ -33,10 +34,25 @@ from multikernel.solve.projections import (
 pytestmark = pytest.mark.filterwarnings("ignore:Solution may be inaccurate:UserWarning",
                                         "ignore:invalid value encountered in power:RuntimeWarning")
 
-FAST = settings(max_examples=15, deadline=None, derandomize=True)
-CVX = settings(max_examples=6, deadline=None, derandomize=True)  # each example runs ~16 Clarabel solves
+FAST = scaled(1.5)
+CVX = scaled(0.6)  # each example runs ~16 Clarabel solves
 seeds = st.integers(0, 2**31 - 1)
 sizes = st.integers(1, 6)
+
+
+@st.composite
+def vectors(draw, low: float = -3.0, high: float = 3.0, signed: bool = False, zeros: bool = False,
+            size: int | None = None) -> np.ndarray:
+    """A vector drawn with its structure: 1 to 6 entries (or ``size``) of magnitudes 10^[low, high], with
+    exact ties (the entries repeat a few drawn values), and optionally zeros and both signs."""
+    values = draw(st.lists(st.floats(low, high), min_size=1, max_size=4))
+    M = size if size is not None else draw(sizes)
+    v = 10.0 ** np.array(values)[draw(st.lists(st.integers(0, len(values) - 1), min_size=M, max_size=M))]
+    if signed:
+        v *= draw(st.lists(st.sampled_from([-1.0, 1.0]), min_size=M, max_size=M))
+    if zeros:
+        v[draw(st.lists(st.booleans(), min_size=M, max_size=M))] = 0.0
+    return v
 
 
 def _constraints(reg, m: cp.Variable, M: int) -> list:
@@ -100,10 +116,9 @@ def test_registered_by_name():
 
 
 @CVX
-@given(seed=seeds, M=sizes)
-def test_dual_bound_is_the_exact_conjugate(seed, M):
-    rng = np.random.default_rng(seed)
-    g = rng.exponential(size=M) * rng.choice([0.01, 1.0, 100.0])
+@given(g=vectors(low=-2.0, high=2.0, zeros=True))
+def test_dual_bound_is_the_exact_conjugate(g):
+    M = len(g)
     for reg in _regularizers(M):
         m = cp.Variable(M)
         ref = _solve(cp.Problem(cp.Maximize(m @ g - _penalty(reg, m)), _constraints(reg, m, M)))
@@ -115,22 +130,22 @@ def test_dual_bound_is_the_exact_conjugate(seed, M):
 
 
 @FAST
-@given(seed=seeds, M=sizes)
-def test_dual_bound_dominates_every_feasible_point(seed, M):
-    rng = np.random.default_rng(seed)
-    g = rng.normal(size=M)
+@given(g=vectors(signed=True, zeros=True), seed=seeds)
+def test_dual_bound_dominates_every_feasible_point(g, seed):
+    M, rng = len(g), np.random.default_rng(seed)
     for reg in _regularizers(M):
         reg.check(M)
         for mu in (reg.initial(M), reg.project(rng.normal(size=M))):
-            assert mu @ g - reg.penalty(mu) <= reg.dual_bound(g) + 1e-9, reg
+            assert mu @ g - reg.penalty(mu) <= reg.dual_bound(g) + 1e-9 * max(1.0, float(np.max(np.abs(g)))), reg
 
 
 @CVX
-@given(seed=seeds, M=sizes)
-def test_closed_form_update_is_the_exact_minimiser(seed, M):
-    rng = np.random.default_rng(seed)
-    mu = rng.dirichlet(np.ones(M))
-    q = rng.exponential(size=M) * 10
+@given(data=st.data())
+def test_closed_form_update_is_the_exact_minimiser(data):
+    mu = data.draw(vectors(low=-2.0, high=0.0))
+    mu /= mu.sum()
+    q = data.draw(vectors(low=-1.0, high=2.0, size=len(mu)))
+    M = len(mu)
     a = 0.5 * mu**2 * q
     for reg in _regularizers(M):
         nu = reg.closed_form_update(mu, q)
@@ -144,19 +159,20 @@ def test_closed_form_update_is_the_exact_minimiser(seed, M):
 
 
 @CVX
-@given(seed=seeds, M=sizes)
-def test_projection_matches_cvxpy(seed, M):
-    rng = np.random.default_rng(seed)
-    z = rng.normal(size=M) * rng.choice([0.1, 1.0, 5.0])
+@given(z=vectors(low=-2.0, high=0.7, signed=True, zeros=True))
+def test_projection_matches_cvxpy(z):
+    M = len(z)
     for reg in _regularizers(M):
         x = cp.Variable(M)
         ref = _solve(cp.Problem(cp.Minimize(cp.sum_squares(x - z)), _constraints(reg, x, M)))
         w = reg.project(z)
         assert _violation(reg, w, M) <= 1e-12, reg
-        # The projection is unique; Clarabel's argmin is only accurate to ~1e-5 on the curved balls, so
-        # compare the distances (the squared distance is flat at the optimum, hence the tight tolerance).
-        assert float(np.sum((w - z) ** 2)) <= ref + 1e-7 * max(1.0, ref), reg
-        np.testing.assert_allclose(w, x.value, atol=1e-4, err_msg=reg.name)
+        # The projection is unique; Clarabel's argmin is only accurate to ~1e-4 on the curved balls (even
+        # with tight tolerances), so compare the distances (flat at the optimum, hence the tight tolerance),
+        # and the points through strong convexity: ||x - w||^2 <= f(x) - f(w) for f = ||. - z||^2.
+        ours = float(np.sum((w - z) ** 2))
+        assert ours <= ref + 1e-7 * max(1.0, ref), reg
+        assert float(np.sum((w - x.value) ** 2)) <= max(ref - ours, 0.0) + 1e-7 * max(1.0, ref), reg
 
 
 @FAST
@@ -255,11 +271,12 @@ def test_parameter_errors_name_the_allowed_range():
 
 
 @FAST
-@given(seed=seeds, M=sizes)
-def test_closed_form_special_cases(seed, M):
-    rng = np.random.default_rng(seed)
-    mu = rng.dirichlet(np.ones(M))
-    q = rng.exponential(size=M)
+@given(data=st.data())
+def test_closed_form_special_cases(data):
+    mu = data.draw(vectors(low=-2.0, high=0.0))
+    mu /= mu.sum()
+    M = len(mu)
+    q = data.draw(vectors(low=-2.0, high=2.0, size=M))
     l1 = Simplex().closed_form_update(mu, q)
     # Lp: p = 1 is the simplex update, p = inf gives ones, every p lands on the sphere sum mu^p = 1.
     np.testing.assert_allclose(LpBall(p=1.0).closed_form_update(mu, q), l1, rtol=1e-12)
@@ -299,11 +316,10 @@ def test_initial_points_are_feasible():
 
 
 @FAST
-@given(seed=seeds, M=sizes, theta=st.floats(0.0, 1.0))
-def test_capped_simplex_projection(seed, M, theta):
-    rng = np.random.default_rng(seed)
+@given(v=vectors(low=-2.0, high=1.0, signed=True, zeros=True), theta=st.floats(0.0, 1.0))
+def test_capped_simplex_projection(v, theta):
+    M = len(v)
     cap = 1.0 / M + theta * (1.0 - 1.0 / M)
-    v = rng.normal(size=M) * 2
     w = project_capped_simplex(v, cap)
     assert np.all(w >= 0) and np.all(w <= cap + 1e-15) and w.sum() == pytest.approx(1.0, abs=1e-12)
     # Optimality on the box-simplex: v - w = tau + (multipliers of the active bounds).
@@ -340,3 +356,12 @@ def test_degenerate_inputs_give_feasible_weights(M):
         # (the penalty is symmetric and convex, so the uniform point minimises it there).
         expected = -reg.penalty(np.full(M, 1.0 / M)) if reg.domain == "simplex" else 0.0
         assert reg.dual_bound(np.zeros(M)) == pytest.approx(expected, abs=1e-12), reg
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_closed_form_update_with_a_vanishing_weight():
+    # BCD shrinks unhelpful weights geometrically; at 1e-160 the term a_m ~ 1e-320 used to overflow a / nu^2.
+    mu, q = np.array([0.5, 0.5 - 1e-160, 1e-160]), np.array([1.0, 2.0, 3.0])
+    for reg in _regularizers(3):
+        nu = reg.closed_form_update(mu, q)
+        assert np.all(np.isfinite(nu)) and _violation(reg, nu, 3) <= 1e-12, reg

@@ -385,7 +385,8 @@ class MKLResult:
 
     ``objective`` is the primal objective at ``weights`` (an upper bound of the optimum),
     ``lower_bound`` the best certified lower bound found, and ``dual_gap`` their difference relative to
-    ``max(|objective|, 1)``.
+    ``max(|objective|, 1e-12)``.  ``interrupted`` is True when Ctrl-C stopped the solve: the weights are then
+    the best found so far (and a :class:`~multikernel.errors.FitInterruptedWarning` was issued).
     """
 
     weights: np.ndarray
@@ -398,6 +399,7 @@ class MKLResult:
     n_iter: int
     converged: bool
     history: list[dict[str, float]] = attrs.Factory(list)
+    interrupted: bool = False
 
 
 class Solver(Component, abc.ABC):

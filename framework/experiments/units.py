@@ -25,6 +25,7 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from multikernel.config.checks import make_builders  # the one expansion of [kernels], shared with runs
 from multikernel.config.schema import KernelsConfig, PreprocessingConfig, SolverConfig
+from multikernel.errors import FitInterruptedWarning
 from multikernel.experiments.config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
 from multikernel.experiments.model_selection import cross_validate_methods, fit_point, resolve_grid, select_best
 from multikernel.solve.fit import FittedMKL, encode_targets
@@ -158,7 +159,7 @@ class _Recorder:
         rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
         # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
         # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
-        if any("interrupted" in str(w.message) for w in self.caught if issubclass(w.category, RuntimeWarning)):
+        if any(issubclass(w.category, FitInterruptedWarning) for w in self.caught):
             raise KeyboardInterrupt
         rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + sum(
             issubclass(w.category, ConvergenceWarning) for w in self.caught)

@@ -1,16 +1,36 @@
-"""Bookkeeping shared by every outer solver: bounds, certified gap, stopping rules, interruption."""
+"""What every outer solver shares: the bounds and certified gap, the stopping rules, the inner tolerance, the
+loop itself and its interruption.
+
+An outer solver derives from :class:`OuterSolver` and writes only its step: from an evaluated
+:class:`Iterate` (weights, inner solution, quadratic forms) to the next one, or :class:`Stalled` when it
+cannot make progress at the current inner precision.  :meth:`OuterSolver.solve` runs the steps under one
+rule for ``max_iter``, the certified stopping test, stalls (re-solve at a tighter inner tolerance before
+giving up) and Ctrl-C (the best weights so far, with :class:`~multikernel.errors.FitInterruptedWarning`);
+:class:`OuterLoop` keeps the bookkeeping and words the warning that says what would help.
+"""
 
 from __future__ import annotations
 
+import abc
 import math
 import warnings
 
+import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult
+from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, Solver
+from multikernel.errors import FitInterruptedWarning
+from multikernel.stack.combination import CombinedKernel
 
-__all__ = ["OuterLoop"]
+__all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "start_point", "INNER_TOL_FLOOR",
+           "RESOLVABLE_GAP"]
+
+#: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.
+INNER_TOL_FLOOR = 1e-9
+#: About the smallest relative gap the certificates resolve: inner solves at INNER_TOL_FLOOR leave relative
+#: errors of 1e-9 to 1e-8 in the bounds, so a solver that stalls below it needs a larger tol, not a change.
+RESOLVABLE_GAP = 1e-8
 
 
 class OuterLoop:
@@ -29,6 +49,7 @@ class OuterLoop:
         self.upper = math.inf
         self.lower = -math.inf
         self.best: MKLResult | None = None
+        self.best_inner_gap = math.inf  # the inner solve's own gap (absolute) at the best upper bound
         self.history: list[dict[str, float]] = []
         self._previous_objective: float | None = None
         self.n_iter = 0
@@ -47,6 +68,7 @@ class OuterLoop:
         lower = -math.inf if q is None else p.linear_term(sol.alpha) - p.regularizer.dual_bound(0.5 * q)
         if upper < self.upper:
             self.upper = upper
+            self.best_inner_gap = sol.primal_objective - sol.dual_objective
             self.best = MKLResult(weights=mu.copy(), alpha=sol.alpha, coef=sol.coef, bias=sol.bias,
                                   objective=upper, lower_bound=lower, dual_gap=math.inf, n_iter=0,
                                   converged=False)
@@ -85,8 +107,15 @@ class OuterLoop:
         if self.problem.stopping != "gap":
             return
         inner_gap = (sol.primal_objective - sol.dual_objective) / max(abs(upper), 1e-12)
-        if inner_gap > 0.25 * self.problem.tol and self.inner_tol > 1e-9:
-            self.inner_tol = max(self.inner_tol * 0.1, 1e-9)
+        if inner_gap > 0.25 * self.problem.tol:
+            self.tighten_inner_tol()
+
+    def tighten_inner_tol(self) -> bool:
+        """Divide the inner tolerance by 10, down to :data:`INNER_TOL_FLOOR`; False if already there."""
+        if self.inner_tol <= INNER_TOL_FLOOR:
+            return False
+        self.inner_tol = max(self.inner_tol * 0.1, INNER_TOL_FLOOR)
+        return True
 
     @property
     def met(self) -> bool:
@@ -99,11 +128,45 @@ class OuterLoop:
             return math.inf
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
 
-    def result(self, converged: bool, interrupted: bool = False, reason: str | None = None) -> MKLResult:
+    @property
+    def inner_limited(self) -> bool:
+        """Whether the inner solve's own gap is what keeps the certified gap above ``tol``.
+
+        The certified gap at the best weights is at least about the inner gap there; when removing that
+        inner gap would bring the certified gap within ``tol``, outer iterations cannot help, only more
+        precise inner solves can.
+        """
+        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
+        return math.isfinite(self.gap) and self.gap - inner <= self.problem.tol
+
+    def _advice(self, stalled: bool, solver: str) -> str:
+        """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
+        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
+        if self.inner_limited:
+            if self.inner_tol > INNER_TOL_FLOOR:
+                return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "
+                        f"helps (it was {self.inner_tol:g} at the end)")
+            return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol even at the finest inner "
+                    f"tolerance ({INNER_TOL_FLOOR:g}): increase tol")
+        other = f"another outer solver than {solver!r}" if solver else "another outer solver"
+        if stalled and self.gap <= RESOLVABLE_GAP:
+            return (f"a certified gap below {RESOLVABLE_GAP:g} is beyond what inner solves at the finest "
+                    f"tolerance resolve: increase tol")
+        if stalled:
+            return (f"neither more iterations nor a smaller inner_tol will help here: {other} may get further "
+                    f"(`multikernel plugins` lists them)")
+        return f"increase max_iter or tol; {other} may need fewer iterations"
+
+    def result(self, converged: bool, interrupted: bool = False, reason: str | None = None,
+               solver: str = "") -> MKLResult:
         """The best iterate found, with the certified gap; warns when the rule was not met.
 
-        ``reason`` replaces the default "max_iter reached" explanation of the ConvergenceWarning (for
-        example when a line search can no longer decrease the objective).
+        ``reason`` says why a solver stopped before ``max_iter`` (for example a line search that can no
+        longer decrease the objective).  The warning then says what would help: a smaller ``inner_tol``
+        only when the inner solves' own gap is what keeps the certified gap above ``tol``, else more
+        iterations or another solver than ``solver`` (the name of this one).  After Ctrl-C
+        (``interrupted``) the result has ``interrupted=True`` and a
+        :class:`~multikernel.errors.FitInterruptedWarning` is issued.
         """
         if self.best is None:
             if interrupted:
@@ -112,16 +175,171 @@ class OuterLoop:
         res = self.best
         res.lower_bound, res.dual_gap = self.lower, self.gap
         res.n_iter, res.converged, res.history = self.n_iter, converged, self.history
+        res.interrupted = interrupted
+        tol = self.problem.tol
         if interrupted:
             warnings.warn(f"fit interrupted after {self.n_iter} outer iterations; returning the best "
                           f"weights so far (certified relative duality gap {self.gap:.3g})",
-                          RuntimeWarning, stacklevel=3)
+                          FitInterruptedWarning, stacklevel=3)
         elif not converged and reason is not None:
             warnings.warn(f"the outer solver stopped after {self.n_iter} iterations: {reason}; certified "
-                          f"relative duality gap {self.gap:.3g} (tol={self.problem.tol:g}). A smaller "
-                          f"inner_tol usually helps", ConvergenceWarning, stacklevel=3)
+                          f"relative duality gap {self.gap:.3g} (tol={tol:g}); {self._advice(True, solver)}",
+                          ConvergenceWarning, stacklevel=3)
         elif not converged:
             warnings.warn(f"the outer solver stopped at max_iter={self.problem.max_iter} with a relative "
-                          f"duality gap of {self.gap:.3g} (tol={self.problem.tol:g}); increase max_iter "
-                          f"or tol", ConvergenceWarning, stacklevel=3)
+                          f"duality gap of {self.gap:.3g} (tol={tol:g}); {self._advice(False, solver)}",
+                          ConvergenceWarning, stacklevel=3)
         return res
+
+
+# --------------------------------------------------------------------------------------------------
+# The loop every solver shares
+# --------------------------------------------------------------------------------------------------
+@attrs.define(slots=False)
+class Iterate:
+    """Weights with their evaluation: the inner solution, its quadratic forms and the objective.
+
+    ``q`` is ``None`` when the quadratic forms were not computed (a line-search trial not yet accepted;
+    the loop then records the upper bound only).  ``objective`` is ``F = J + Omega`` with ``J`` the inner
+    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``step`` is a step length a
+    solver carries from one iteration to the next (the spectral step of projected gradient); ``inner_tol``
+    the inner tolerance of the solve.
+    """
+
+    mu: np.ndarray
+    sol: InnerSolution
+    q: np.ndarray | None
+    objective: float
+    step: float | None = None
+    inner_tol: float = math.inf  # the inner tolerance ``sol`` was solved at
+
+    @property
+    def inner_gap(self) -> float:
+        """The inner solve's own duality gap: the uncertainty of ``objective`` as a value of ``F(mu)``."""
+        return max(self.sol.primal_objective - self.sol.dual_objective, 0.0)
+
+
+@attrs.define(frozen=True)
+class Stalled:
+    """A step that cannot make progress at the current inner precision, and why."""
+
+    reason: str
+
+
+class Evaluator:
+    """Inner solves at given weights (warm-started) and the objective ``F = J + Omega`` they give.
+
+    ``F`` uses the inner *dual* objective: with a warm start it changes smoothly between neighbouring
+    weights, which is what a line search compares; the inner gap (:attr:`Iterate.inner_gap`) says how far
+    it may be from the true ``F``.  Every evaluation with its quadratic forms is offered to the outer loop,
+    so a line-search trial can improve the certified bounds too.  One evaluator serves one solve; solvers
+    that keep state across iterations (the cutting planes of the level method) extend it.
+    """
+
+    def __init__(self, problem: MKLProblem, loop: OuterLoop) -> None:
+        self.problem = problem
+        self.loop = loop
+        self.n_solves = 0
+        self.combined = CombinedKernel(problem.stack)
+
+    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
+        """The inner solution at ``mu``, its quadratic forms (unless not ``with_q``) and ``F(mu)``.
+
+        Line-search trials skip the quadratic forms, a pass over the stack as costly as the combination,
+        until they are accepted (:meth:`certify`).
+        """
+        p = self.problem
+        tol = self.loop.inner_tol
+        sol = p.solve_inner(self.combined(mu), alpha0, tol)
+        self.n_solves += 1
+        it = Iterate(mu=mu, sol=sol, q=None, objective=sol.dual_objective + p.regularizer.penalty(mu), inner_tol=tol)
+        if not with_q:
+            self.loop.offer(mu, sol, None)
+            return it
+        return self.certify(it)
+
+    def certify(self, it: Iterate) -> Iterate:
+        """Compute the quadratic forms of ``it`` (if missing) and offer its lower bound to the loop."""
+        if it.q is None:
+            it.q = self.problem.quad_forms(it.sol.coef)
+        self.loop.offer(it.mu, it.sol, it.q)
+        return it
+
+    def gradient(self, it: Iterate) -> np.ndarray:
+        """``dF/dmu = -q/2 + grad Omega(mu)`` (Danskin's theorem at the inner solution)."""
+        return -0.5 * it.q + self.problem.regularizer.penalty_gradient(it.mu)
+
+
+def start_point(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
+    """The starting weights and alpha: the warm start made feasible for this regularizer, or ``initial``.
+
+    A warm start from another point of a hyper-parameter grid may lie outside this domain (a smaller cap
+    theta, say), so it is projected.  With ``revive``, zero weights are lifted by mixing in 0.1% of the
+    initial point (a convex combination of two feasible points stays feasible): the multiplicative
+    closed-form updates can never move a zero weight again.
+    """
+    reg, M = problem.regularizer, problem.stack.n_kernels
+    reg.check(M)
+    init = np.asarray(reg.initial(M), dtype=np.float64)
+    warm = problem.warm_start
+    if warm is None or np.shape(warm.weights) != (M,):
+        return init, None
+    mu = np.asarray(warm.weights, dtype=np.float64).copy()
+    try:
+        mu = np.asarray(reg.project(mu), dtype=np.float64)
+    except NotImplementedError:
+        mu = init  # the warm weights may lie outside this domain and cannot be brought back into it
+    if revive and np.any(mu <= 0):
+        mu = 0.999 * mu + 0.001 * init
+    alpha = warm.alpha if np.shape(warm.alpha) == problem.block_shape else None
+    return mu, alpha
+
+
+class OuterSolver(Solver):
+    """An outer solver written as its step; :meth:`solve` is the loop all of them share.
+
+    A subclass implements :meth:`step` and may override :meth:`check` (parameters and domain, before any
+    work), :meth:`evaluator` (an :class:`Evaluator` with per-solve state) and ``revive`` (lift the zero
+    weights of a warm start).  The loop evaluates the starting weights, then alternates recording the
+    iterate (bounds, callback, stopping rule) and a step, at most ``max_iter`` iterations.  A step that
+    returns :class:`Stalled` makes the loop re-solve the same weights at a ten times smaller inner
+    tolerance (or at the one the loop has tightened to since they were solved), a cheap warm-started solve;
+    only at the finest tolerance does the stall end the solve (a ConvergenceWarning gives its reason and what
+    would help).  Ctrl-C returns the best weights so far.
+    """
+
+    #: Lift zero weights of a warm start (for multiplicative updates, which never move a zero weight).
+    revive: bool = False
+
+    def check(self, problem: MKLProblem) -> None:
+        """Raise ``ValueError`` for parameters or a regularizer this solver cannot work with."""
+
+    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        """The per-solve evaluator (override to keep state across iterations)."""
+        return Evaluator(problem, loop)
+
+    @abc.abstractmethod
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
+        """From the recorded iterate ``it`` to the next evaluated one, or :class:`Stalled`."""
+
+    def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check(problem)
+        loop = OuterLoop(problem)
+        evaluate = self.evaluator(problem, loop)
+        converged = interrupted = False
+        reason = None
+        try:
+            it = evaluate(*start_point(problem, revive=self.revive))
+            while not (converged := loop.record(it.mu, it.sol, it.q)) and loop.n_iter < problem.max_iter:
+                nxt = self.step(evaluate, it)
+                if isinstance(nxt, Stalled):
+                    # Re-solve the same weights more precisely: at the tolerance the loop has already
+                    # tightened to since this iterate was solved, or else at a tighter one.
+                    if it.inner_tol <= loop.inner_tol and not loop.tighten_inner_tol():
+                        converged, reason = loop.met, nxt.reason
+                        break
+                    nxt = evaluate(it.mu, it.sol.alpha)
+                it = nxt
+        except KeyboardInterrupt:
+            interrupted = True
+        return loop.result(converged, interrupted, reason, solver=self.name)
