@@ -186,6 +186,7 @@ def fit_trace_norm(
     max_iter: int = 500,
     inner_tol: float = 1e-5,
     min_inner_tol: float = 1e-10,
+    stall_window: int = 20,
     sigma0: np.ndarray | None = None,
     alpha0: np.ndarray | None = None,
 ) -> BilinearFit:
@@ -208,6 +209,11 @@ def fit_trace_norm(
         cannot decrease ``J``, because then the inexact ``alpha`` is what limits the progress.
     min_inner_tol : float, default=1e-10
         Floor of the SMO tolerance.
+    stall_window : int, default=20
+        Safeguard: also stop (with a ``ConvergenceWarning`` giving the certified gap) when ``J`` decreased
+        by less than ``tol / 10`` relatively over the last ``stall_window`` accepted steps.  ``J`` is not
+        smooth where the SVM solution is not unique (a rank-deficient learnt kernel), and there projected
+        gradient can crawl while the gap stays above ``tol``.
     sigma0 : ndarray of shape (w, w), optional
         Start (PSD); default the identity, where the sub-problem is the linear SVM on ``vec(X)``.
     alpha0 : ndarray of shape (n,), optional
@@ -265,6 +271,10 @@ def fit_trace_norm(
         history.append(dict(objective=J, primal=primal, dual=dual, gap=gap,
                             rank=int(lam.size if lam.size == 0 else (lam > 1e-6 * lam.max()).sum()),
                             step=eta, time=time.perf_counter() - start))
+        if n_iter >= stall_window:
+            before = history[-1 - stall_window]["objective"]
+            if before - J <= 0.1 * tol * abs(J):
+                break
     converged = gap <= tol
     if not converged:
         warnings.warn(f"the trace-norm bilinear fit stopped after {n_iter} steps with a certified relative "
