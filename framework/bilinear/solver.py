@@ -26,6 +26,7 @@ import warnings
 import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from multikernel.solve.smo import solve_qp
 
@@ -35,6 +36,7 @@ __all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "ps
 _ARMIJO = 1e-4
 _BACKTRACK = 0.5
 _MAX_BACKTRACKS = 40
+_SERIAL_EIGH = 256
 
 
 @attrs.frozen
@@ -95,9 +97,12 @@ def psd_factor(sigma: np.ndarray, rank_tol: float = 0.0) -> tuple[np.ndarray, np
     return V[:, keep], lam[keep]
 
 
-def _gram(X: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """``K_ij = tr(S X_i' X_j)`` by the factor route: ``Y_i = X_i W_w``, ``K = <vec Y_i, vec Y_j>``."""
-    V, lam = psd_factor(sigma)
+def _gram(X: np.ndarray, sigma: np.ndarray, factor: tuple | None = None) -> np.ndarray:
+    """``K_ij = tr(S X_i' X_j)`` by the factor route: ``Y_i = X_i W_w``, ``K = <vec Y_i, vec Y_j>``.
+
+    ``factor`` is ``psd_factor(sigma)`` when the caller has it (the projection step computes it anyway).
+    """
+    V, lam = psd_factor(sigma) if factor is None else factor
     if lam.size == 0:
         return np.zeros((X.shape[0], X.shape[0]))
     n, h, w = X.shape
@@ -139,10 +144,11 @@ class _Problem:
         self.timings = {"svm": 0.0, "gram": 0.0, "eig": 0.0, "certificate": 0.0}
         self.best_dual = -np.inf
 
-    def svm(self, sigma: np.ndarray, alpha0: np.ndarray | None) -> tuple[np.ndarray, float, float, np.ndarray]:
+    def svm(self, sigma: np.ndarray, alpha0: np.ndarray | None,
+            factor: tuple | None = None) -> tuple[np.ndarray, float, float, np.ndarray]:
         """Solve sub-problem (15) at ``sigma``: returns ``alpha``, the SVM bias, ``J(sigma)`` and ``G'G``."""
         t0 = time.perf_counter()
-        K = _gram(self.X, sigma)
+        K = _gram(self.X, sigma, factor)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             # K(S) is PSD in exact arithmetic; rounding can show tiny negative curvature on rank-deficient S
@@ -242,14 +248,16 @@ def fit_trace_norm(
         eta = step
         for _ in range(_MAX_BACKTRACKS):
             t0 = time.perf_counter()
-            V, lam = psd_factor(sigma - eta * grad)
+            # a small (w, w) eigh is several times slower with a BLAS thread pool than on one thread
+            with threadpool_limits(limits=1 if w <= _SERIAL_EIGH else None):
+                V, lam = psd_factor(sigma - eta * grad)
             trial = (V * lam) @ V.T
             prob.timings["eig"] += time.perf_counter() - t0
             diff = trial - sigma
             decrease = float(np.sum(grad * diff))
             if not np.any(diff) or decrease >= 0:
                 break  # projected-gradient stationary at this accuracy
-            alpha_t, _, J_t, GtG_t = prob.svm(trial, alpha)
+            alpha_t, _, J_t, GtG_t = prob.svm(trial, alpha, (V, lam))
             if J_t <= J + _ARMIJO * decrease:
                 accepted = True
                 break
