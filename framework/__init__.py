@@ -7,6 +7,7 @@ package: interfaces, registry, kernel stack, estimators, configuration, CLI), ``
 """
 
 from multikernel._version import __version__
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier
 from multikernel.config.schema import RunConfig, config_from_dict, load_config
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import (
@@ -38,6 +39,8 @@ __all__ = [
     "ITMLPlus_Supervised",
     "ITMLS",
     "ITMLS_Supervised",
+    "BilinearClassifier",
+    "BilinearSVMClassifier",
     "RunConfig",
     "load_config",
     "config_from_dict",
