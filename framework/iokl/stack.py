@@ -17,23 +17,42 @@ Kernel ``k = t * M + m`` of the stack is the pair (candidate ``t``, input kernel
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from multikernel.stack.storage import KernelStack
 
 __all__ = ["IOStack"]
 
 
+_BLAS: ThreadpoolController | None = None
+
+
+def _blas_for(n_rows: int) -> contextlib.AbstractContextManager:
+    """One BLAS thread for small products: thread start-up costs more than the (U x T)(T x U) product."""
+    global _BLAS
+    if n_rows > 1500:
+        return contextlib.nullcontext()
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
 class IOStack(KernelStack):
-    """``M * T`` input-output kernels over an input stack of ``M`` kernels and ``T`` candidates.
+    """``M * T`` input-output kernels over an input stack of ``M`` kernels and ``T`` candidate groups.
+
+    Group ``t`` holds one candidate per input kernel (Algorithm 3 keeps a candidate set per input kernel);
+    a candidate shared by all kernels is given once, with shape (T, U).
 
     Parameters
     ----------
     stack : KernelStack
         The ``M`` square input kernels over ``N`` instances.
-    index : ndarray of shape (T, U), int
+    index : ndarray of shape (T, U) or (T, M, U), int
         Instance of each unit for each candidate.
-    sign : ndarray of shape (T, U)
+    sign : ndarray of the shape of ``index``
         Sign (label) of each unit for each candidate, in {-1, +1}.
     offset : float, default=0
         Constant added to every input kernel (``K_m + offset 11'``): the thesis absorbs the bias in the
@@ -42,27 +61,36 @@ class IOStack(KernelStack):
 
     def __init__(self, stack: KernelStack, index: np.ndarray, sign: np.ndarray, offset: float = 0.0) -> None:
         stack._check_square("an input-output stack")
-        index = np.atleast_2d(np.asarray(index, dtype=np.intp))
-        sign = np.atleast_2d(np.asarray(sign, dtype=np.float64))
-        if index.shape != sign.shape or index.shape[0] < 1:
-            raise ValueError(f"index and sign must have the same shape (T, U) with T >= 1; got {index.shape} "
-                             f"and {sign.shape}")
+        M = stack.n_kernels
+        index = np.asarray(index, dtype=np.intp)
+        sign = np.asarray(sign, dtype=np.float64)
+        if index.shape != sign.shape or index.ndim not in (2, 3) or index.shape[0] < 1:
+            raise ValueError(f"index and sign must have the same shape (T, U) or (T, M, U) with T >= 1; got "
+                             f"{index.shape} and {sign.shape}")
+        if index.ndim == 2:
+            index = np.repeat(index[:, None, :], M, axis=1)
+            sign = np.repeat(sign[:, None, :], M, axis=1)
+        if index.shape[1] != M:
+            raise ValueError(f"index has {index.shape[1]} candidates per group for {M} input kernels")
         if index.min() < 0 or index.max() >= stack.n_rows:
             raise ValueError(f"index entries must lie in [0, {stack.n_rows}); got [{index.min()}, {index.max()}]")
         if not np.all(np.abs(sign) == 1.0):
             raise ValueError("sign entries must be -1 or +1")
         self.inputs, self.index, self.sign, self.offset = stack, index, sign, float(offset)
-        self.n_inputs = stack.n_kernels
+        self.n_inputs = M
         self.n_candidates = index.shape[0]
-        self.n_kernels = self.n_inputs * self.n_candidates
-        self.n_rows = self.n_cols = index.shape[1]
+        self.n_kernels = M * self.n_candidates
+        self.n_rows = self.n_cols = index.shape[2]
         # Output ambiguity: every candidate keeps the identity selection, so sum_t d_t K o y_t y_t' =
-        # K o (Y' diag(d) Y) costs one product of (U x T)(T x U) per input kernel instead of T combinations.
-        self._identity = bool(index.shape[1] == stack.n_rows and np.all(index == np.arange(stack.n_rows)))
+        # K o (Y' diag(d) Y) costs one product (U x T)(T x U) per input kernel instead of T combinations.
+        self._identity = bool(self.n_rows == stack.n_rows and np.all(index == np.arange(stack.n_rows)))
 
-    def with_candidate(self, index: np.ndarray, sign: np.ndarray) -> IOStack:
-        """A new stack with one more candidate (the stored kernels are shared, not copied)."""
-        return IOStack(self.inputs, np.vstack([self.index, index]), np.vstack([self.sign, sign]), self.offset)
+    def with_group(self, index: np.ndarray, sign: np.ndarray) -> IOStack:
+        """A new stack with one more group, ``index`` and ``sign`` of shape (M, U) or (U,)."""
+        index = np.broadcast_to(index, (self.n_inputs, self.n_rows))[None]
+        sign = np.broadcast_to(sign, (self.n_inputs, self.n_rows))[None]
+        return IOStack(self.inputs, np.concatenate([self.index, index]), np.concatenate([self.sign, sign]),
+                       self.offset)
 
     @property
     def dtype(self) -> np.dtype:
@@ -88,55 +116,60 @@ class IOStack(KernelStack):
             out = np.zeros((U, U))
         elif not accumulate:
             out[...] = 0.0
-        active = np.flatnonzero(np.any(W != 0, axis=1))
-        if len(active) == 0:
-            return out
-        S = self.sign[active]
-        if self.offset:
-            out += self.offset * (S.T * W[active].sum(axis=1)) @ S
-        if self._identity:
-            for m in np.flatnonzero(np.any(W[active] != 0, axis=0)):
-                out += np.asarray(self.inputs.kernel(m), dtype=np.float64) * ((S.T * W[active, m]) @ S)
-            return out
-        for t in active:
-            K = self.inputs.combine(W[t])
-            idx = self.index[t]
-            out += K[np.ix_(idx, idx)] * np.outer(self.sign[t], self.sign[t])
+        with _blas_for(U):
+            self._combine(W, out)
         return out
 
-    def unit_vectors(self, v: np.ndarray, candidates: np.ndarray | None = None) -> np.ndarray:
-        """``P_t v`` in instance space for each candidate: shape (len(candidates), N)."""
-        cands = np.arange(self.n_candidates) if candidates is None else np.asarray(candidates)
-        out = np.zeros((len(cands), self.inputs.n_rows))
-        for j, t in enumerate(cands):
-            np.add.at(out[j], self.index[t], v * self.sign[t])
-        return out
+    def _combine(self, W: np.ndarray, out: np.ndarray) -> None:
+        for m in np.flatnonzero(np.any(W != 0, axis=0)):
+            active = np.flatnonzero(W[:, m])
+            S = self.sign[active, m]
+            outer = (S.T * W[active, m]) @ S  # sum_t d_{t,m} s_t s_t'
+            if self.offset:
+                out += self.offset * outer
+            if self._identity:
+                out += np.asarray(self.inputs.kernel(m), dtype=np.float64) * outer
+                continue
+            K = np.asarray(self.inputs.kernel(m), dtype=np.float64)
+            for t in active:
+                idx = self.index[t, m]
+                out += W[t, m] * K[np.ix_(idx, idx)] * np.outer(self.sign[t, m], self.sign[t, m])
+
+    def lift(self, v: np.ndarray, t: int, m: int) -> np.ndarray:
+        """``P_{t,m} v`` in instance space: the coefficients of candidate ``(t, m)`` on the N instances."""
+        u = np.zeros(self.inputs.n_rows)
+        np.add.at(u, self.index[t, m], v * self.sign[t, m])
+        return u
 
     def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         v = self._check_v(v)
-        M = self.n_inputs
-        if kernels is None:
-            ks = np.arange(self.n_kernels)
-        else:
-            ks = np.asarray(kernels, dtype=np.intp).ravel()
-        groups = np.unique(ks // M)
-        u = self.unit_vectors(v, groups)
-        q = np.empty((self.n_candidates, M))
-        for j, t in enumerate(groups):
-            q[t] = self.inputs.quad_forms(u[j])
+        ks = np.arange(self.n_kernels) if kernels is None else np.asarray(kernels, dtype=np.intp).ravel()
+        q = np.empty(len(ks))
+        shared = self.n_inputs > 1 and np.all(self.index == self.index[:, :1]) and np.all(
+            self.sign == self.sign[:, :1])
+        cache: dict[int, np.ndarray] = {}
+        for j, k in enumerate(ks):
+            t, m = divmod(int(k), self.n_inputs)
+            if shared:  # one candidate for the whole group: one pass gives the M forms
+                if t not in cache:
+                    cache[t] = self.inputs.quad_forms(self.lift(v, t, 0))
+                q[j] = cache[t][m]
+            else:
+                q[j] = self.inputs.quad_forms(self.lift(v, t, m), [m])[0]
             if self.offset:
-                q[t] += self.offset * float(v @ self.sign[t]) ** 2
-        return q.ravel()[ks]
+                q[j] += self.offset * float(v @ self.sign[t, m]) ** 2
+        return q
 
     def kernel(self, k: int) -> np.ndarray:
         t, m = divmod(int(k), self.n_inputs)
-        idx = self.index[t]
+        idx = self.index[t, m]
         K = np.asarray(self.inputs.kernel(m), dtype=np.float64)[np.ix_(idx, idx)] + self.offset
-        return K * np.outer(self.sign[t], self.sign[t])
+        return K * np.outer(self.sign[t, m], self.sign[t, m])
 
     def diag(self) -> np.ndarray:
         d = self.inputs.diag()  # (M, N)
-        return (d[:, self.index] + self.offset).transpose(1, 0, 2).reshape(self.n_kernels, self.n_rows)
+        return (d[np.arange(self.n_inputs)[None, :, None], self.index] + self.offset).reshape(
+            self.n_kernels, self.n_rows)
 
     def subset(self, rows, cols=None) -> KernelStack:
         raise NotImplementedError("an input-output stack is built per training set; subset the input stack")
