@@ -25,12 +25,16 @@ from multikernel.core.interfaces import (
 from multikernel.core.registry import get_registry, register_plugin
 from multikernel.errors import ConfigError, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = [
     "__version__",
     "MKLClassifier",
+    "IOKLSemiSupervisedClassifier",
+    "IOKLMultipleInstanceClassifier",
+    "IOKLClustering",
     "RunConfig",
     "load_config",
     "config_from_dict",

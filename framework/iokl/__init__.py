@@ -7,7 +7,17 @@ is solved by the core's outer solvers with the group regularizers of :mod:`multi
 candidates are added by a cutting-plane loop (Algorithm 3).
 """
 
+from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane
+from multikernel.iokl.estimators import (
+    IOKLClustering,
+    IOKLMultipleInstanceClassifier,
+    IOKLSemiSupervisedClassifier,
+    default_kernels,
+)
 from multikernel.iokl.inner import SimplexRidge
+from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
 from multikernel.iokl.stack import IOStack
 
-__all__ = ["IOStack", "SimplexRidge"]
+__all__ = ["CandidateSet", "CuttingPlaneResult", "IOKLClustering", "IOKLMultipleInstanceClassifier",
+           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "SimplexRidge",
+           "cutting_plane", "default_kernels"]
