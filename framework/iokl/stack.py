@@ -84,6 +84,12 @@ class IOStack(KernelStack):
         # Output ambiguity: every candidate keeps the identity selection, so sum_t d_t K o y_t y_t' =
         # K o (Y' diag(d) Y) costs one product (U x T)(T x U) per input kernel instead of T combinations.
         self._identity = bool(self.n_rows == stack.n_rows and np.all(index == np.arange(stack.n_rows)))
+        # Input ambiguity: the units shared by every candidate (the negative instances of bag-level MIL) come
+        # last; their block is one combination of the input stack restricted to them, whatever the number
+        # of candidates, and only the rows of the varying units are gathered per candidate.
+        same = np.all((index == index[:1, :1]) & (sign == sign[:1, :1]), axis=(0, 1))
+        varying = np.flatnonzero(~same)
+        self._split = 0 if len(varying) == 0 else int(varying[-1]) + 1
 
     def with_group(self, index: np.ndarray, sign: np.ndarray) -> IOStack:
         """A new stack with one more group, ``index`` and ``sign`` of shape (M, U) or (U,)."""
@@ -131,9 +137,17 @@ class IOStack(KernelStack):
                 out += np.asarray(self.inputs.kernel(m), dtype=np.float64) * outer
                 continue
             K = np.asarray(self.inputs.kernel(m), dtype=np.float64)
+            a = self._split
             for t in active:
-                idx = self.index[t, m]
-                out += W[t, m] * K[np.ix_(idx, idx)] * np.outer(self.sign[t, m], self.sign[t, m])
+                idx, sg = self.index[t, m], self.sign[t, m]
+                rows = W[t, m] * K[np.ix_(idx[:a], idx)] * np.outer(sg[:a], sg)
+                out[:a] += rows
+                out[a:, :a] += rows[:, a:].T
+        a = self._split
+        if a < self.n_rows and not self._identity:
+            fixed, sg = self.index[0, 0, a:], self.sign[0, 0, a:]
+            block = self.inputs.subset(fixed).combine(W.sum(axis=0))
+            out[a:, a:] += block * np.outer(sg, sg)
 
     def lift(self, v: np.ndarray, t: int, m: int) -> np.ndarray:
         """``P_{t,m} v`` in instance space: the coefficients of candidate ``(t, m)`` on the N instances."""
