@@ -73,17 +73,19 @@ class CuttingPlaneResult:
     def n_iter(self) -> int:
         return len(self.history)
 
-    def coefficients(self, inputs: KernelStack) -> np.ndarray:
+    def coefficients(self, inputs: KernelStack, per_group: bool = False) -> np.ndarray:
         """Per input kernel, the expansion coefficients on the N training instances: shape (M, N).
 
-        ``f(x) = sum_m K_m(x, X) beta_m + b`` (the thesis's final classifier, section 3.5 of the spec).
+        ``f(x) = sum_m K_m(x, X) beta_m + b`` (the thesis's final classifier, section 3.5 of the spec).  With
+        ``per_group``, the coefficients of each candidate group apart, shape (T, M, N): the classifier of
+        group ``t`` is ``f_t(x) = sum_m K_m(x, X) beta_{t,m}`` and ``f = sum_t f_t``.
         """
         stack = IOStack(inputs, self.index, self.sign)
         W = self.weights.reshape(stack.n_candidates, stack.n_inputs)
-        beta = np.zeros((stack.n_inputs, inputs.n_rows))
+        beta = np.zeros((stack.n_candidates, stack.n_inputs, inputs.n_rows))
         for t, m in zip(*np.nonzero(W), strict=True):
-            beta[m] += W[t, m] * stack.lift(self.alpha, t, m)
-        return beta
+            beta[t, m] = W[t, m] * stack.lift(self.alpha, t, m)
+        return beta if per_group else beta.sum(axis=0)
 
     def bias(self, offset: float) -> float:
         """The bias ``offset * sum_{t,m} d_{t,m} sum_u alpha_u s_{t,m,u}`` of the absorbed constant feature."""

@@ -248,7 +248,9 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     -----
     ``fit(X, y, bags)``: ``X`` holds the instances; ``bags`` a bag id per instance (or a list of index arrays);
     ``y`` the bag labels, either one per instance (constant within a bag, as in the MIL CSV files) or one per
-    bag (in the order of ``np.unique(bags)``).  A bag is positive when its largest instance score is.
+    bag (in the order of ``np.unique(bags)``).  At the instance level a bag is positive when its largest
+    instance score is; at the bag level its score is ``sum_t max_{{x in B}} f_t(x) + b`` over the candidate
+    groups' classifiers, the representation that training gives a bag (each group its own key instance).
     """
 
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, level: str = "bag", C: float = 10.0,
@@ -307,7 +309,12 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
             low = [max(1, math.ceil(float(self.portion) * len(b))) for b in pos]
             cset = LabelSet(len(X), fixed, pos, low, [len(b) for b in pos])
         start = cset.from_scores(sil)
-        self._run(inputs, cset, np.full(cset.n_units, float(self.C)), start)
+        result = self._run(inputs, cset, np.full(cset.n_units, float(self.C)), start)
+        # Bag level: group t represents a bag by its own key instance, so a new bag is scored as
+        # sum_t max_{x in B} f_t(x) (each group picks the key instance it scores highest, as in training).
+        self.group_coef_ = result.coefficients(inputs, per_group=True)
+        active = np.flatnonzero(np.abs(self.group_coef_).sum(axis=(1, 2)) > 0)
+        self.group_coef_ = self.group_coef_[active]
         return self
 
     def decision_function_instances(self, X: Any) -> np.ndarray:
@@ -322,8 +329,13 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         """Bag scores: the largest instance score of each bag (bags in the order of ``np.unique(bags)``)."""
         X = check_array(X)
         lists, _ = _bag_lists(bags, len(X))
-        f = self._scores(X)
-        return np.array([f[b].max() for b in lists])
+        if self.level == "instance":
+            f = self._scores(X)
+            return np.array([f[b].max() for b in lists])
+        check_is_fitted(self, "group_coef_")
+        cross = self.kernel_set_.cross_stack(X)
+        F = sum(self.group_coef_[:, m] @ np.asarray(cross.kernel(m)).T for m in range(cross.n_kernels))
+        return np.array([F[:, b].max(axis=1).sum() for b in lists]) + self.intercept_
 
     def predict(self, X: Any, bags: Any) -> np.ndarray:
         """Bag labels, in the order of ``np.unique(bags)`` (or of the given index arrays)."""
