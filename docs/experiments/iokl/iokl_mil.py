@@ -1,6 +1,6 @@
 """IOKL on the MIL benchmarks (spec section 3.12): 10-fold cross-validation bag accuracy, resumable.
 
-    python docs/experiments/iokl/mil.py --data ../shared/data/mil --datasets musk1 elephant --reps 1
+    python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk1 elephant --reps 1
 
 Every (data set, repetition, fold, method) result is appended to ``mil_results.csv`` next to this script as
 soon as it is computed; a rerun skips what is there (resumable).  ``mil_results.md`` is the summary with the

@@ -1,6 +1,6 @@
 """IOKL on semi-supervised benchmarks (spec section 3.11): g241c, g241d (generators) and scikit-learn's digits.
 
-    python docs/experiments/iokl/ssl.py --splits 12 --labeled 10 100
+    python docs/experiments/iokl/iokl_ssl.py --splits 12 --labeled 10 100
 
 Transductive accuracy on the unlabelled points, 12 random splits per setting (seeded), resumable: every
 (data set, #labelled, split, method) result is appended to ``ssl_results.csv`` and skipped on a rerun.
