@@ -172,3 +172,22 @@ def test_group_regularizer_bad_parameters():
     with pytest.raises(ValueError, match="positive number"):
         create("regularizer", "group_box_l21", theta=-1.0).check(3)
     assert create("regularizer", "group_l21", group_size=2).theta == math.inf
+
+
+def test_per_kernel_candidates_and_shared_units():
+    """Groups with one candidate per input kernel (Algorithm 3), and units shared by all candidates at the end."""
+    N, T, M = 10, 3, 3
+    _, Ks = _kernels(N, seed=7)
+    rng = np.random.default_rng(7)
+    shared = np.array([7, 8, 9])
+    index = np.concatenate([rng.integers(0, 7, size=(T, M, 4)), np.broadcast_to(shared, (T, M, 3))], axis=2)
+    sign = np.concatenate([rng.choice([-1.0, 1.0], size=(T, M, 4)), -np.ones((T, M, 3))], axis=2)
+    stack = IOStack(DenseStack(Ks), index, sign, offset=0.3)
+    explicit = np.array([(Ks[m] + 0.3)[np.ix_(index[t, m], index[t, m])] * np.outer(sign[t, m], sign[t, m])
+                         for t in range(T) for m in range(M)])
+    w = rng.random(stack.n_kernels)
+    v = rng.random(7)
+    np.testing.assert_allclose(stack.combine(w), np.tensordot(w, explicit, 1), atol=1e-12)
+    np.testing.assert_allclose(stack.quad_forms(v), np.einsum("i,kij,j->k", v, explicit, v), rtol=1e-10)
+    bigger = stack.with_group(index[0], sign[0])
+    assert bigger.n_candidates == T + 1 and np.allclose(bigger.kernel(T * M + 2), explicit[2])
