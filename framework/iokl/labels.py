@@ -71,10 +71,6 @@ class CandidateSet(abc.ABC):
         Returns ``(index, sign, value)``.
         """
         K = np.asarray(K, dtype=np.float64)
-
-        def value(u: np.ndarray) -> float:
-            return float(u @ K @ u + offset * u.sum() ** 2)
-
         if self.size() <= enumerate_limit:
             best_val, best = -math.inf, None
             index, sign = self.enumerate()
@@ -89,14 +85,16 @@ class CandidateSet(abc.ABC):
         for cand in start:
             index, sign = cand
             u = self.lift(alpha, index, sign)[0]
-            val = value(u)
+            Ku = K @ u  # reused: the value and the next linearisation need the same product
+            val = float(u @ Ku + offset * u.sum() ** 2)
             for _ in range(max_steps):
-                ni, ns = self.best_linear(K @ u + offset * u.sum(), (index, sign))
+                ni, ns = self.best_linear(Ku + offset * u.sum(), (index, sign))
                 nu = self.lift(alpha, ni, ns)[0]
-                nval = value(nu)
+                Knu = K @ nu
+                nval = float(nu @ Knu + offset * nu.sum() ** 2)
                 if nval <= val * (1 + 1e-12) or (np.array_equal(ni, index) and np.array_equal(ns, sign)):
                     break
-                index, sign, u, val = ni, ns, nu, nval
+                index, sign, u, Ku, val = ni, ns, nu, Knu, nval
             if val > best_val:
                 best_val, best = val, (index, sign)
         return best[0].copy(), best[1].copy(), best_val
