@@ -92,9 +92,9 @@ def run_one(method: str, X: np.ndarray, y: np.ndarray, labeled: np.ndarray, max_
         clf = MKLClassifier(method="l2mkl", C=100.0).fit(X[labeled], y[labeled])
         pred = clf.predict(X[unl])
     elif method == "LabelSpreading":
-        yy = np.where(np.isin(np.arange(len(y)), labeled), y, -1)
-        pred = LabelSpreading(kernel="rbf", gamma=gamma).fit(X, np.where(yy == -1, -1, (yy > 0).astype(int))
-                                                              ).transduction_[unl]
+        yy = np.full(len(y), -1)  # scikit-learn's unlabelled marker; the classes are encoded 0 / 1
+        yy[labeled] = (y[labeled] > 0).astype(int)
+        pred = LabelSpreading(kernel="rbf", gamma=gamma).fit(X, yy).transduction_[unl]
         pred = np.where(pred == 1, 1, -1)
     elif method == "SelfTraining(SVC)":
         yy = np.full(len(y), -1)
