@@ -26,6 +26,7 @@ from multikernel.core.interfaces import (
 from multikernel.core.registry import get_registry, register_plugin
 from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.stack.storage import DenseStack, KernelStack
@@ -41,6 +42,9 @@ __all__ = [
     "ITMLS_Supervised",
     "BilinearClassifier",
     "BilinearSVMClassifier",
+    "IOKLSemiSupervisedClassifier",
+    "IOKLMultipleInstanceClassifier",
+    "IOKLClustering",
     "RunConfig",
     "load_config",
     "config_from_dict",

@@ -1,0 +1,23 @@
+"""Input-output kernel learning (Xu, Tsang and Xu, ICDM 2012; Xu's thesis, chapter 4).
+
+One engine for learning with ambiguous labels: semi-supervised learning, multiple-instance learning and
+maximum-margin clustering.  Candidate label vectors (or key-instance choices) define input-output kernels
+``K_m o (y_t y_t')`` (:class:`IOStack`, never materialised), whose group-sparse MKL problem (IOKL-HM / IOKL-SM)
+is solved by the core's outer solvers with the group regularizers of :mod:`multikernel.plugins.iokl`, and
+candidates are added by a cutting-plane loop (Algorithm 3).
+"""
+
+from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane
+from multikernel.iokl.estimators import (
+    IOKLClustering,
+    IOKLMultipleInstanceClassifier,
+    IOKLSemiSupervisedClassifier,
+    default_kernels,
+)
+from multikernel.iokl.inner import SimplexRidge
+from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
+from multikernel.iokl.stack import IOStack
+
+__all__ = ["CandidateSet", "CuttingPlaneResult", "IOKLClustering", "IOKLMultipleInstanceClassifier",
+           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "SimplexRidge",
+           "cutting_plane", "default_kernels"]

@@ -1,0 +1,221 @@
+"""Feasible candidate sets of IOKL and the most violated candidate (4.11).
+
+Two kinds of ambiguity (spec section 3.1):
+
+* :class:`LabelSet` (output ambiguity): label vectors ``y in {-1, +1}^n`` with some entries fixed and the
+  free entries split into groups whose number of positives lies in ``[low_g, high_g]``.  Semi-supervised
+  learning is one group (the unlabelled points) with the exact count of the balance constraint; maximum-margin
+  clustering is one group (all points) with a count range; instance-level MIL (MIL-CPB) has one group per
+  positive bag with at least ``max(1, ceil(portion |B|))`` positives and the negative bags fixed at -1.
+* :class:`KeyInstanceSet` (input ambiguity, bag-level MIL as in KI-SVM): one unit per positive bag, which is
+  represented by one of its instances (the key instance), and one unit per instance of a negative bag.
+
+A candidate enters the virtual stack as a signed selection ``(index, sign)`` of length ``U`` (the units).
+The most violated candidate for input kernel ``K_m`` maximises ``u' K_m u`` with ``u = P(alpha)`` the
+candidate's coefficients in instance space.  This is the maximum of a convex function, so it is found
+exactly by enumeration when the feasible set is small, and otherwise by the sorting ascent of [130]: the
+function lies above its linearisation, and the linearisation is maximised over the feasible set exactly by
+sorting (the best count of positives per group, or the best instance per bag), so every step increases
+the value; the ascent stops at a fixed point.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = ["CandidateSet", "KeyInstanceSet", "LabelSet"]
+
+
+class CandidateSet(abc.ABC):
+    """A feasible set of candidates, each a signed selection of ``n_units`` instances."""
+
+    n_units: int
+    n_instances: int
+
+    @abc.abstractmethod
+    def size(self) -> int:
+        """The number of feasible candidates (may be astronomically large)."""
+
+    @abc.abstractmethod
+    def enumerate(self) -> tuple[np.ndarray, np.ndarray]:
+        """All feasible candidates as ``(index, sign)`` arrays of shape (size, n_units)."""
+
+    @abc.abstractmethod
+    def best_linear(self, g: np.ndarray, current: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """A feasible candidate maximising the linearisation ``2 g' u`` (``g = K u_current`` in instance space)."""
+
+    @abc.abstractmethod
+    def from_scores(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The feasible candidate that agrees best with decision values on the instances."""
+
+    def lift(self, alpha: np.ndarray, index: np.ndarray, sign: np.ndarray) -> np.ndarray:
+        """``u = P alpha`` in instance space for one candidate, or a batch of candidates (rows)."""
+        index, sign = np.atleast_2d(index), np.atleast_2d(sign)
+        out = np.zeros((len(index), self.n_instances))
+        rows = np.repeat(np.arange(len(index)), index.shape[1])
+        np.add.at(out, (rows, index.ravel()), (alpha * sign).ravel())
+        return out
+
+    def most_violated(self, K: np.ndarray, alpha: np.ndarray, start: Sequence[tuple[np.ndarray, np.ndarray]],
+                      enumerate_limit: int = 4096, max_steps: int = 50, offset: float = 0.0
+                      ) -> tuple[np.ndarray, np.ndarray, float]:
+        """``argmax u' (K + offset 11') u`` over the feasible candidates (4.11).
+
+        Exact when ``size() <= enumerate_limit``; otherwise the sorting ascent runs from every candidate of
+        ``start`` and the best fixed point wins.  ``offset`` is the absorbed bias of the input kernels.
+        Returns ``(index, sign, value)``.
+        """
+        K = np.asarray(K, dtype=np.float64)
+        if self.size() <= enumerate_limit:
+            best_val, best = -math.inf, None
+            index, sign = self.enumerate()
+            for lo in range(0, len(index), 512):
+                U = self.lift(alpha, index[lo:lo + 512], sign[lo:lo + 512])
+                vals = np.einsum("bi,bi->b", U @ K, U) + offset * U.sum(axis=1) ** 2
+                j = int(np.argmax(vals))
+                if vals[j] > best_val:
+                    best_val, best = float(vals[j]), (index[lo + j], sign[lo + j])
+            return best[0].copy(), best[1].copy(), best_val
+        best_val, best = -math.inf, None
+        for cand in start:
+            index, sign = cand
+            u = self.lift(alpha, index, sign)[0]
+            Ku = K @ u  # reused: the value and the next linearisation need the same product
+            val = float(u @ Ku + offset * u.sum() ** 2)
+            for _ in range(max_steps):
+                ni, ns = self.best_linear(Ku + offset * u.sum(), (index, sign))
+                nu = self.lift(alpha, ni, ns)[0]
+                Knu = K @ nu
+                nval = float(nu @ Knu + offset * nu.sum() ** 2)
+                if nval <= val * (1 + 1e-12) or (np.array_equal(ni, index) and np.array_equal(ns, sign)):
+                    break
+                index, sign, u, Ku, val = ni, ns, nu, Knu, nval
+            if val > best_val:
+                best_val, best = val, (index, sign)
+        return best[0].copy(), best[1].copy(), best_val
+
+
+class LabelSet(CandidateSet):
+    """Label vectors with fixed entries and count-constrained groups of free entries (output ambiguity).
+
+    Parameters
+    ----------
+    n : int
+        Number of samples (the units are the samples).
+    fixed : ndarray of shape (n,)
+        ``+1`` or ``-1`` for a fixed label, ``0`` for a free one.
+    groups : sequence of ndarray
+        Disjoint index arrays covering the free entries.
+    low, high : sequence of int
+        Bounds on the number of positives in each group.
+    """
+
+    def __init__(self, n: int, fixed: np.ndarray, groups: Sequence[np.ndarray], low: Sequence[int],
+                 high: Sequence[int]) -> None:
+        self.n_units = self.n_instances = int(n)
+        self.fixed = np.asarray(fixed, dtype=np.float64)
+        self.groups = [np.asarray(g, dtype=np.intp) for g in groups]
+        self.low = [int(v) for v in low]
+        self.high = [int(v) for v in high]
+        free = np.concatenate(self.groups) if self.groups else np.array([], dtype=np.intp)
+        if sorted(free.tolist()) != np.flatnonzero(self.fixed == 0).tolist():
+            raise ValueError("the groups must partition the free (0) entries of fixed")
+        for g, lo, hi in zip(self.groups, self.low, self.high, strict=True):
+            if not 0 <= lo <= hi <= len(g):
+                raise ValueError(f"no labelling satisfies the constraint: a group of {len(g)} free samples "
+                                 f"must have between {lo} and {hi} positives. Relax the balance / portion "
+                                 f"constraint")
+
+    def size(self) -> int:
+        return math.prod(sum(math.comb(len(g), k) for k in range(lo, hi + 1))
+                         for g, lo, hi in zip(self.groups, self.low, self.high, strict=True))
+
+    def _group_choices(self, g: np.ndarray, lo: int, hi: int) -> list[np.ndarray]:
+        choices = []
+        for k in range(lo, hi + 1):
+            for pos in itertools.combinations(range(len(g)), k):
+                y = -np.ones(len(g))
+                y[list(pos)] = 1.0
+                choices.append(y)
+        return choices
+
+    def enumerate(self) -> tuple[np.ndarray, np.ndarray]:
+        per_group = [self._group_choices(g, lo, hi) for g, lo, hi in zip(self.groups, self.low, self.high,
+                                                                          strict=True)]
+        signs = []
+        for combo in itertools.product(*per_group):
+            y = self.fixed.copy()
+            for g, part in zip(self.groups, combo, strict=True):
+                y[g] = part
+            signs.append(y)
+        signs = np.array(signs)
+        return np.tile(np.arange(self.n_units), (len(signs), 1)), signs
+
+    def from_scores(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positives where the score is highest in each group, with the count clipped to its bounds."""
+        scores = np.asarray(scores, dtype=np.float64)
+        y = self.fixed.copy()
+        for g, lo, hi in zip(self.groups, self.low, self.high, strict=True):
+            order = g[np.argsort(-scores[g], kind="stable")]
+            k = int(np.clip(np.count_nonzero(scores[g] > 0), lo, hi))
+            y[g] = -1.0
+            y[order[:k]] = 1.0
+        return np.arange(self.n_units), y
+
+    def best_linear(self, g: np.ndarray, current: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        # u = alpha o y, so the linearisation 2 g'u = 2 sum_i (alpha_i g_i) y_i is linear in y.
+        return self.from_scores(self._alpha * g)
+
+    def most_violated(self, K, alpha, start, enumerate_limit=4096, max_steps=50, offset=0.0):
+        self._alpha = np.asarray(alpha, dtype=np.float64)
+        return super().most_violated(K, alpha, start, enumerate_limit, max_steps, offset)
+
+
+class KeyInstanceSet(CandidateSet):
+    """One key instance per positive bag; the instances of negative bags are units of their own.
+
+    Parameters
+    ----------
+    bags : sequence of ndarray
+        Instance indices of each bag.
+    labels : ndarray of shape (n_bags,)
+        Bag labels in {-1, +1}.
+    """
+
+    def __init__(self, bags: Sequence[np.ndarray], labels: np.ndarray) -> None:
+        self.bags = [np.asarray(b, dtype=np.intp) for b in bags]
+        labels = np.asarray(labels, dtype=np.float64)
+        self.positive = [b for b, lab in zip(self.bags, labels, strict=True) if lab > 0]
+        self.negative = np.concatenate([b for b, lab in zip(self.bags, labels, strict=True) if lab < 0]
+                                       + [np.array([], dtype=np.intp)])
+        self.n_instances = int(sum(len(b) for b in self.bags))
+        self.n_units = len(self.positive) + len(self.negative)
+        self.sign = np.r_[np.ones(len(self.positive)), -np.ones(len(self.negative))]
+        # The unit of each positive bag, for prediction and reports.
+        self.n_positive = len(self.positive)
+
+    def size(self) -> int:
+        return math.prod(len(b) for b in self.positive)
+
+    def _candidate(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        return np.r_[np.asarray(keys, dtype=np.intp), self.negative].astype(np.intp), self.sign.copy()
+
+    def enumerate(self) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.array(list(itertools.product(*self.positive)), dtype=np.intp).reshape(-1, self.n_positive)
+        index = np.hstack([keys, np.tile(self.negative, (len(keys), 1))])
+        return index, np.tile(self.sign, (len(keys), 1))
+
+    def from_scores(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The highest-scoring instance of each positive bag."""
+        scores = np.asarray(scores, dtype=np.float64)
+        return self._candidate([b[int(np.argmax(scores[b]))] for b in self.positive])
+
+    def best_linear(self, g: np.ndarray, current: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        # u = sum_b alpha_b e_{key_b} - ...: the linearisation is sum_b alpha_b g_{key_b} + const, maximised
+        # per bag independently.
+        return self.from_scores(g)

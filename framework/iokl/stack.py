@@ -1,0 +1,189 @@
+"""The virtual stack of input-output kernels ``P_t' K_m P_t`` (spec section 3.1), never materialised.
+
+A candidate ``t`` (a label vector, or a choice of one instance per unit) is a signed selection: unit ``u`` of
+the SVM is instance ``index[t, u]`` of the input stack with sign ``sign[t, u]``.
+
+* Output ambiguity (semi-supervised learning, instance-level MIL, clustering): the units are the samples,
+  ``index[t] = 0..n-1`` and ``sign[t] = y_t``, so the kernel is ``K_m o (y_t y_t')``.
+* Input ambiguity (bag-level MIL as in KI-SVM): the units are the positive bags and the negative instances,
+  ``index[t]`` picks the key instance of each positive bag and ``sign`` is the unit's label, so the kernel
+  is ``(y y') o K_m[index_t, index_t]`` (``conv(K o delta_t delta_t')`` with one instance per bag).
+
+Kernel ``k = t * M + m`` of the stack is the pair (candidate ``t``, input kernel ``m``): the weights are the
+``T x M`` matrix ``D`` of the thesis, one group of ``M`` per candidate.  The outer solvers only call
+``combine`` (one ``U x U`` matrix per solve) and ``quad_forms``: ``q_{t,m} = u_t' K_m u_t`` with
+``u_t = P_t (alpha)``, read from the input stack's own ``quad_forms``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+from threadpoolctl import ThreadpoolController
+
+from multikernel.stack.storage import KernelStack
+
+__all__ = ["IOStack"]
+
+
+_BLAS: ThreadpoolController | None = None
+
+
+def _blas_for(n_rows: int) -> contextlib.AbstractContextManager:
+    """One BLAS thread for small products: thread start-up costs more than the (U x T)(T x U) product."""
+    global _BLAS
+    if n_rows > 1500:
+        return contextlib.nullcontext()
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+class IOStack(KernelStack):
+    """``M * T`` input-output kernels over an input stack of ``M`` kernels and ``T`` candidate groups.
+
+    Group ``t`` holds one candidate per input kernel (Algorithm 3 keeps a candidate set per input kernel);
+    a candidate shared by all kernels is given once, with shape (T, U).
+
+    Parameters
+    ----------
+    stack : KernelStack
+        The ``M`` square input kernels over ``N`` instances.
+    index : ndarray of shape (T, U) or (T, M, U), int
+        Instance of each unit for each candidate.
+    sign : ndarray of the shape of ``index``
+        Sign (label) of each unit for each candidate, in {-1, +1}.
+    offset : float, default=0
+        Constant added to every input kernel (``K_m + offset 11'``): the thesis absorbs the bias in the
+        feature map this way (footnote 1 of chapter 4).
+    """
+
+    def __init__(self, stack: KernelStack, index: np.ndarray, sign: np.ndarray, offset: float = 0.0) -> None:
+        stack._check_square("an input-output stack")
+        M = stack.n_kernels
+        index = np.asarray(index, dtype=np.intp)
+        sign = np.asarray(sign, dtype=np.float64)
+        if index.shape != sign.shape or index.ndim not in (2, 3) or index.shape[0] < 1:
+            raise ValueError(f"index and sign must have the same shape (T, U) or (T, M, U) with T >= 1; got "
+                             f"{index.shape} and {sign.shape}")
+        if index.ndim == 2:
+            index = np.repeat(index[:, None, :], M, axis=1)
+            sign = np.repeat(sign[:, None, :], M, axis=1)
+        if index.shape[1] != M:
+            raise ValueError(f"index has {index.shape[1]} candidates per group for {M} input kernels")
+        if index.min() < 0 or index.max() >= stack.n_rows:
+            raise ValueError(f"index entries must lie in [0, {stack.n_rows}); got [{index.min()}, {index.max()}]")
+        if not np.all(np.abs(sign) == 1.0):
+            raise ValueError("sign entries must be -1 or +1")
+        self.inputs, self.index, self.sign, self.offset = stack, index, sign, float(offset)
+        self.n_inputs = M
+        self.n_candidates = index.shape[0]
+        self.n_kernels = M * self.n_candidates
+        self.n_rows = self.n_cols = index.shape[2]
+        # Output ambiguity: every candidate keeps the identity selection, so sum_t d_t K o y_t y_t' =
+        # K o (Y' diag(d) Y) costs one product (U x T)(T x U) per input kernel instead of T combinations.
+        self._identity = bool(self.n_rows == stack.n_rows and np.all(index == np.arange(stack.n_rows)))
+        # Input ambiguity: the units shared by every candidate (the negative instances of bag-level MIL) come
+        # last; their block is one combination of the input stack restricted to them, whatever the number
+        # of candidates, and only the rows of the varying units are gathered per candidate.
+        same = np.all((index == index[:1, :1]) & (sign == sign[:1, :1]), axis=(0, 1))
+        varying = np.flatnonzero(~same)
+        self._split = 0 if len(varying) == 0 else int(varying[-1]) + 1
+
+    def with_group(self, index: np.ndarray, sign: np.ndarray) -> IOStack:
+        """A new stack with one more group, ``index`` and ``sign`` of shape (M, U) or (U,)."""
+        index = np.broadcast_to(index, (self.n_inputs, self.n_rows))[None]
+        sign = np.broadcast_to(sign, (self.n_inputs, self.n_rows))[None]
+        return IOStack(self.inputs, np.concatenate([self.index, index]), np.concatenate([self.sign, sign]),
+                       self.offset)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(np.float64)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.index.nbytes + self.sign.nbytes)
+
+    def _weights(self, weights: np.ndarray) -> np.ndarray:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (self.n_kernels,):
+            raise ValueError(f"weights must have length {self.n_kernels}; got shape {w.shape}")
+        return w.reshape(self.n_candidates, self.n_inputs)
+
+    def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
+                ) -> np.ndarray:
+        W = self._weights(weights)
+        U = self.n_rows
+        if out is None:
+            if accumulate:
+                raise ValueError("accumulate=True needs the array to add to, as out")
+            out = np.zeros((U, U))
+        elif not accumulate:
+            out[...] = 0.0
+        with _blas_for(U):
+            self._combine(W, out)
+        return out
+
+    def _combine(self, W: np.ndarray, out: np.ndarray) -> None:
+        for m in np.flatnonzero(np.any(W != 0, axis=0)):
+            active = np.flatnonzero(W[:, m])
+            S = self.sign[active, m]
+            outer = (S.T * W[active, m]) @ S  # sum_t d_{t,m} s_t s_t'
+            if self.offset:
+                out += self.offset * outer
+            if self._identity:
+                out += np.asarray(self.inputs.kernel(m), dtype=np.float64) * outer
+                continue
+            K = np.asarray(self.inputs.kernel(m), dtype=np.float64)
+            a = self._split
+            for t in active:
+                idx, sg = self.index[t, m], self.sign[t, m]
+                rows = W[t, m] * K[np.ix_(idx[:a], idx)] * np.outer(sg[:a], sg)
+                out[:a] += rows
+                out[a:, :a] += rows[:, a:].T
+        a = self._split
+        if a < self.n_rows and not self._identity:
+            fixed, sg = self.index[0, 0, a:], self.sign[0, 0, a:]
+            block = self.inputs.subset(fixed).combine(W.sum(axis=0))
+            out[a:, a:] += block * np.outer(sg, sg)
+
+    def lift(self, v: np.ndarray, t: int, m: int) -> np.ndarray:
+        """``P_{t,m} v`` in instance space: the coefficients of candidate ``(t, m)`` on the N instances."""
+        u = np.zeros(self.inputs.n_rows)
+        np.add.at(u, self.index[t, m], v * self.sign[t, m])
+        return u
+
+    def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
+        v = self._check_v(v)
+        ks = np.arange(self.n_kernels) if kernels is None else np.asarray(kernels, dtype=np.intp).ravel()
+        q = np.empty(len(ks))
+        shared = self.n_inputs > 1 and np.all(self.index == self.index[:, :1]) and np.all(
+            self.sign == self.sign[:, :1])
+        cache: dict[int, np.ndarray] = {}
+        for j, k in enumerate(ks):
+            t, m = divmod(int(k), self.n_inputs)
+            if shared:  # one candidate for the whole group: one pass gives the M forms
+                if t not in cache:
+                    cache[t] = self.inputs.quad_forms(self.lift(v, t, 0))
+                q[j] = cache[t][m]
+            else:
+                q[j] = self.inputs.quad_forms(self.lift(v, t, m), [m])[0]
+            if self.offset:
+                q[j] += self.offset * float(v @ self.sign[t, m]) ** 2
+        return q
+
+    def kernel(self, k: int) -> np.ndarray:
+        t, m = divmod(int(k), self.n_inputs)
+        idx = self.index[t, m]
+        K = np.asarray(self.inputs.kernel(m), dtype=np.float64)[np.ix_(idx, idx)] + self.offset
+        return K * np.outer(self.sign[t, m], self.sign[t, m])
+
+    def diag(self) -> np.ndarray:
+        d = self.inputs.diag()  # (M, N)
+        return (d[np.arange(self.n_inputs)[None, :, None], self.index] + self.offset).reshape(
+            self.n_kernels, self.n_rows)
+
+    def subset(self, rows, cols=None) -> KernelStack:
+        raise NotImplementedError("an input-output stack is built per training set; subset the input stack")
