@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from multikernel.core.interfaces import InnerProblem, InnerSolution
-from multikernel.solve.svm import solve_simplex_ridge
+from multikernel.solve.svm import InnerQP, solve_inner
 
 __all__ = ["SimplexRidge"]
 
@@ -38,7 +38,8 @@ class SimplexRidge(InnerProblem):
         return self.C.shape
 
     def solve(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
-        return solve_simplex_ridge(K, self.ridge, None, alpha0=alpha0, tol=tol)
+        # IOKL's SVM step (4.12): the simplex with a per-sample ridge, solved as a general inner QP
+        return solve_inner(K, InnerQP(p=0.0, ridge=self.ridge, total=1.0, signed=False), alpha0=alpha0, tol=tol)
 
     def linear_term(self, alpha: np.ndarray) -> float:
         return float(-0.5 * np.sum(self.ridge * alpha**2))
