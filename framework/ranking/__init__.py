@@ -1,6 +1,36 @@
-"""Multi-label ranking: MLR-L1, MLR-GL and multiple kernel MLR (Bucak's thesis, chapters 4-6)."""
+"""Multi-label ranking: MLR-L1, MLR-GL and multiple kernel MLR (Bucak's thesis, chapters 4-6).
 
+* :func:`solve_mlr` -- the block coordinate ascent of MLR-L1 and MLR-GL on one kernel;
+* :class:`RankingInner` -- MLR-L1 as the inner problem of the library's outer MKL solvers (MK-MLR);
+* :mod:`multikernel.ranking.metrics` -- the ranking measures scikit-learn lacks;
+* :mod:`multikernel.ranking.labels` -- label matrices with unknown entries (``NaN``), the missing-label protocol.
+"""
+
+from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, drop_positive_labels, signed_labels
+from multikernel.ranking.metrics import (
+    coverage_mulan,
+    example_auc,
+    example_average_precision,
+    label_average_precision,
+    one_error,
+    ranking_scores,
+    recall_at_k,
+)
 from multikernel.ranking.solver import RankingSolution, solve_mlr
 
-__all__ = ["check_label_matrix", "drop_positive_labels", "signed_labels", "RankingSolution", "solve_mlr"]
+__all__ = [
+    "solve_mlr",
+    "RankingSolution",
+    "RankingInner",
+    "check_label_matrix",
+    "signed_labels",
+    "drop_positive_labels",
+    "one_error",
+    "coverage_mulan",
+    "example_auc",
+    "example_average_precision",
+    "label_average_precision",
+    "recall_at_k",
+    "ranking_scores",
+]
