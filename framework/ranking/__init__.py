@@ -1,11 +1,13 @@
 """Multi-label ranking: MLR-L1, MLR-GL and multiple kernel MLR (Bucak's thesis, chapters 4-6).
 
+* :class:`MultiLabelRanker` -- the scikit-learn estimator (also ``multikernel.MultiLabelRanker``);
 * :func:`solve_mlr` -- the block coordinate ascent of MLR-L1 and MLR-GL on one kernel;
 * :class:`RankingInner` -- MLR-L1 as the inner problem of the library's outer MKL solvers (MK-MLR);
 * :mod:`multikernel.ranking.metrics` -- the ranking measures scikit-learn lacks;
 * :mod:`multikernel.ranking.labels` -- label matrices with unknown entries (``NaN``), the missing-label protocol.
 """
 
+from multikernel.ranking.estimator import MultiLabelRanker, learn_thresholds
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, drop_positive_labels, signed_labels
 from multikernel.ranking.metrics import (
@@ -20,6 +22,8 @@ from multikernel.ranking.metrics import (
 from multikernel.ranking.solver import RankingSolution, solve_mlr
 
 __all__ = [
+    "MultiLabelRanker",
+    "learn_thresholds",
     "solve_mlr",
     "RankingSolution",
     "RankingInner",
