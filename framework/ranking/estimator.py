@@ -18,7 +18,7 @@ from multikernel.ranking.labels import check_label_matrix, signed_labels
 from multikernel.ranking.solver import pairless_samples, solve_mlr
 from multikernel.smo import KernelColumns
 
-__all__ = ["MultiLabelRanker", "learn_thresholds"]
+__all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
 
 METHODS = ("mlr_l1", "mlr_gl")
 THRESHOLD_RULES = ("linear", "constant")
@@ -79,9 +79,62 @@ def learn_thresholds(scores: np.ndarray, Ysign: np.ndarray, rule: str | float = 
 
 
 # --------------------------------------------------------------------------------------------------
+# kernels: the part shared with the one-vs-rest baselines
+# --------------------------------------------------------------------------------------------------
+class KernelRankerMixin:
+    """Kernels from features (through :class:`~multikernel.kernelset.KernelSet`) or precomputed, for rankers.
+
+    The subclass stores ``kernels``, ``kernel_params``, ``normalize``, ``standardize``, ``kernel_dtype``,
+    ``kernel_backend`` and ``memory_budget`` (its ``__init__`` parameters).  Precomputed kernels are taken exactly
+    as :class:`~multikernel.MKLClassifier` takes them (same layouts, checks and messages): its input handling is
+    reused, not copied.
+    """
+
+    _ARRAY_CHECKS = MKLClassifier._ARRAY_CHECKS
+    _training_stack = MKLClassifier._training_stack
+    _cross_stack = MKLClassifier._cross_stack
+    _as_stack = MKLClassifier._as_stack
+
+    @property
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+
+    def _builders(self, n_features: int) -> list:
+        if isinstance(self.kernels, str) and self.kernels in get_registry().names("kernel"):
+            return [create("kernel", self.kernels, **(self.kernel_params or {}))]
+        return MKLClassifier._builders(self, n_features)
+
+    def _fit_stack(self, X: Any) -> KernelStack:
+        """The training stack (and ``kernel_set_``, ``kernel_names_``, ``n_features_in_``)."""
+        if self.standardize and self._precomputed:
+            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
+        if self._precomputed:
+            stack = self._training_stack(X)
+            self.kernel_set_ = None
+            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
+            return stack
+        X = validate_data(self, X, dtype=np.float64)
+        self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize, dtype=self.kernel_dtype,
+                                     backend=self.kernel_backend, memory_budget=self.memory_budget,
+                                     standardize=self.standardize)
+        stack = self.kernel_set_.fit_stack(X)
+        self.kernel_names_ = self.kernel_set_.describe()
+        return stack
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._precomputed
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.target_tags.required = True
+        return tags
+
+
+# --------------------------------------------------------------------------------------------------
 # the estimator
 # --------------------------------------------------------------------------------------------------
-class MultiLabelRanker(ClassifierMixin, BaseEstimator):
+class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     """Multi-label ranking with one or several kernels: MLR-L1, MLR-GL and MK-MLR (Bucak's thesis, ch. 4-6).
 
     Learns one score function per label, ``f_k(x) = sum_i coef_[i, k] k(x_i, x)``, so that each sample's relevant
@@ -225,17 +278,6 @@ class MultiLabelRanker(ClassifierMixin, BaseEstimator):
         self.cache_size = cache_size
         self.random_state = random_state
 
-    # Precomputed kernels are taken exactly as MKLClassifier takes them (same layouts, same checks, same
-    # messages): its input handling is reused, not copied.
-    _ARRAY_CHECKS = MKLClassifier._ARRAY_CHECKS
-    _training_stack = MKLClassifier._training_stack
-    _cross_stack = MKLClassifier._cross_stack
-    _as_stack = MKLClassifier._as_stack
-
-    @property
-    def _precomputed(self) -> bool:
-        return isinstance(self.kernels, str) and self.kernels == "precomputed"
-
     def _check_params(self) -> None:
         def positive(name: str, value: Any, integer: bool = False) -> None:
             kind = numbers.Integral if integer else numbers.Real
@@ -256,14 +298,6 @@ class MultiLabelRanker(ClassifierMixin, BaseEstimator):
             raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number; got {self.threshold!r}")
         if self.half_factor and self.method != "mlr_l1":
             raise ValueError("half_factor is MLR-L1's thesis-literal update; it does not apply to mlr_gl")
-        if self.standardize and self._precomputed:
-            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
-
-    def _builders(self, n_features: int) -> list:
-        registry = get_registry()
-        if isinstance(self.kernels, str) and self.kernels in registry.names("kernel"):
-            return [create("kernel", self.kernels, **(self.kernel_params or {}))]
-        return MKLClassifier._builders(self, n_features)
 
     # ------------------------------------------------------------------------------------------
     # fit
@@ -285,17 +319,7 @@ class MultiLabelRanker(ClassifierMixin, BaseEstimator):
         self._check_params()
         if Y is None:
             raise ValueError(f"{type(self).__name__} requires Y to be passed, but the target Y is None")
-        if self._precomputed:
-            stack = self._training_stack(X)
-            self.kernel_set_ = None
-            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
-        else:
-            X = validate_data(self, X, dtype=np.float64)
-            self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize,
-                                         dtype=self.kernel_dtype, backend=self.kernel_backend,
-                                         memory_budget=self.memory_budget, standardize=self.standardize)
-            stack = self.kernel_set_.fit_stack(X)
-            self.kernel_names_ = self.kernel_set_.describe()
+        stack = self._fit_stack(X)
         Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
         pairless = pairless_samples(Ysign)
         if pairless.all():
@@ -362,12 +386,3 @@ class MultiLabelRanker(ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         t = scores @ self.threshold_["coef"] + self.threshold_["intercept"]
         return (scores > t[:, None]).astype(np.int64)
-
-    def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self._precomputed
-        tags.classifier_tags.multi_label = True
-        tags.target_tags.multi_output = True
-        tags.target_tags.single_output = False
-        tags.target_tags.required = True
-        return tags
