@@ -341,7 +341,12 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _fit_single(self, stack: KernelStack, Ysign: np.ndarray, weights: np.ndarray) -> None:
-        K = stack.combine(weights) if isinstance(stack, DenseStack) else _StackColumns(stack, weights)
+        if not isinstance(stack, DenseStack):
+            K = _StackColumns(stack, weights)
+        elif len(weights) == 1:
+            K = stack.kernel(0)  # the stored kernel itself (float32 stays float32): no n x n copy
+        else:
+            K = stack.combine(weights)
         sol = solve_mlr(K, Ysign, float(self.C), loss=self.method[4:], eta=self.eta, tol=self.tol,
                         max_sweeps=self.max_sweeps, half_factor=self.half_factor, random_state=self.random_state,
                         cache_size=self.cache_size)
