@@ -156,3 +156,21 @@ def test_bad_inputs(data):
             MultiLabelRanker(**params).fit(X, Y)
     with pytest.raises(multikernel.PluginError, match="unknown family"):
         MultiLabelRanker(kernels="gaussian").fit(X, Y)
+
+
+def test_missing_label_protocol():
+    """Spec 5.2: remove round(f a) of each sample's a relevant labels, keep at least one, touch nothing else."""
+    from multikernel.ranking import drop_positive_labels
+
+    rng = np.random.default_rng(0)
+    Y = (rng.random((300, 8)) < 0.4).astype(int)
+    Y[:, 0] = 1
+    for fraction in (0.2, 0.4, 0.6):
+        out = drop_positive_labels(Y, fraction, random_state=1)
+        a = Y.sum(axis=1)
+        assert np.all(out <= Y)                                         # only relevant labels removed
+        np.testing.assert_array_equal(a - out.sum(axis=1), np.minimum(np.round(fraction * a), a - 1))
+        assert np.all(out.sum(axis=1) >= 1)
+    np.testing.assert_array_equal(drop_positive_labels(Y, 0.4, random_state=3), drop_positive_labels(Y, 0.4, 3))
+    with pytest.raises(ValueError, match="fraction"):
+        drop_positive_labels(Y, 1.0)

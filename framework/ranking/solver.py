@@ -405,8 +405,8 @@ def solve_mlr(
         force = force_first and n_sweeps == 1
         # Only blocks violating by more than a fraction of the previous sweep's largest violation are updated:
         # the work goes to the blocks that gain most (an approximation of greedy selection at the cost of a
-        # cyclic sweep; it halves the number of updates on RBF problems).  A sweep that updates nothing
-        # lowers the threshold to tol, so the stopping rule is unchanged.
+        # cyclic sweep; it halves the number of updates on RBF problems).  After a sweep without an update the
+        # threshold drops by that fraction again, down to tol, so the stopping rule is unchanged.
         threshold = max(tol, _THRESHOLD_FRACTION * viol) if math.isfinite(viol) else tol
         if backend == "numpy":
             viol, n_updates = _numpy_sweep(Kd, rows, S, F, Ysign, diag, step_diag, C, h, eta, viol_scale, order,
