@@ -150,8 +150,10 @@ cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, doubl
                     max_viol = viol
                 if viol <= tol and not force:
                     continue
+                # A zero diagonal (floored in step_diag) is a zero kernel column: the block's problem is linear in
+                # S_i with gradient Ysign_i, and projecting 2 C Ysign_i gives its minimum-norm solution.
                 for r in range(mo):
-                    v[r] = S[i, obs[r]] + G[r] / kii
+                    v[r] = 2.0 * C * Y[i, obs[r]] if step_diag[i] > diag[i] else S[i, obs[r]] + G[r] / kii
                 _project(v, lo, hi, mo, new, starts, ends)
             else:
                 for r in range(mo):

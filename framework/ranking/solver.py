@@ -369,8 +369,9 @@ def solve_mlr(
     diag = np.array(np.diagonal(Kd), dtype=np.float64) if Kd is not None else np.asarray(K.diagonal(), float)
     if not np.isfinite(diag).all() or (diag < -1e-12 * max(1.0, np.abs(diag).max())).any():
         raise ValueError("the kernel's diagonal must be finite and non-negative (a positive semi-definite kernel)")
-    # A zero diagonal entry means a zero column (PSD): that block's problem is linear; a tiny curvature keeps
-    # the projection step defined and gives its limit (a vertex).
+    # A zero diagonal entry means a zero column (PSD): that block's problem is linear in S_i, with gradient
+    # Ysign_i; MLR-L1's step then projects 2 C Ysign_i (the minimum-norm maximiser) and MLR-GL's closed form
+    # takes the floored diagonal (its columns of gamma reach the unit sphere).
     top = float(diag.max(initial=0.0))
     step_diag = np.maximum(diag, 1e-12 * (top if top > 0.0 else 1.0))
     viol_scale = float(diag.mean()) if diag.mean() > 0.0 else 1.0
@@ -447,7 +448,8 @@ def _numpy_sweep(Kd, rows, S, F, Ysign, diag, step_diag, C, h, eta, viol_scale, 
             max_viol = max(max_viol, viol)
             if viol <= tol and not force:
                 continue
-            new = project_balanced_box(S[i] + G / step_diag[i], lo, hi)
+            zero_column = step_diag[i] > diag[i]  # see solve_mlr
+            new = project_balanced_box(2.0 * C * y if zero_column else S[i] + G / step_diag[i], lo, hi)
             new[~observed] = 0.0
         else:
             g = F[i] - diag[i] * S[i]
