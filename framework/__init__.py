@@ -45,6 +45,7 @@ __all__ = [
     "IOKLSemiSupervisedClassifier",
     "IOKLMultipleInstanceClassifier",
     "IOKLClustering",
+    "MultiLabelRanker",
     "RunConfig",
     "load_config",
     "config_from_dict",
@@ -85,3 +86,12 @@ __all__ = [
 def create(kind: str, name: str, **params):  # noqa: ANN201 (returns the plugin's own type)
     """Instantiate a registered plugin: ``create("regularizer", "box_simplex", theta=0.2)``."""
     return get_registry().create(kind, name, **params)
+
+
+def __getattr__(name: str):  # noqa: ANN202
+    # multikernel.ranking imports this package's names, so it loads on first use instead of here (no cycle).
+    if name == "MultiLabelRanker":
+        from multikernel.ranking import MultiLabelRanker
+
+        return MultiLabelRanker
+    raise AttributeError(f"module 'multikernel' has no attribute {name!r}")

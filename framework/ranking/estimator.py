@@ -1,0 +1,393 @@
+"""The scikit-learn estimator of multi-label ranking: :class:`MultiLabelRanker` (MLR-L1, MLR-GL, MK-MLR)."""
+
+from __future__ import annotations
+
+import numbers
+import time
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LinearRegression
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from multikernel import DenseStack, KernelStack, MKLClassifier, MKLProblem, create, get_registry
+from multikernel.stack.kernelset import KernelSet
+from multikernel.ranking.inner import RankingInner
+from multikernel.ranking.labels import check_label_matrix, signed_labels
+from multikernel.ranking.solver import pairless_samples, solve_mlr
+from multikernel.solve.smo import KernelColumns
+
+__all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
+
+METHODS = ("mlr_l1", "mlr_gl")
+THRESHOLD_RULES = ("linear", "constant")
+
+
+class _StackColumns(KernelColumns):
+    """Columns of ``sum_m w_m K_m`` computed from a kernel stack on demand (a lazy stack: no n x n array)."""
+
+    def __init__(self, stack: KernelStack, weights: np.ndarray) -> None:
+        self.stack, self.weights = stack, np.asarray(weights, dtype=np.float64)
+        self.n = stack.n_rows
+        self._all = np.arange(stack.n_cols)
+
+    def column(self, i: int, out: np.ndarray) -> None:
+        out[:] = self.stack.subset([i], self._all).combine(self.weights)[0]
+
+    def diagonal(self) -> np.ndarray:
+        return self.weights @ self.stack.diag()
+
+
+# --------------------------------------------------------------------------------------------------
+# thresholds
+# --------------------------------------------------------------------------------------------------
+def _best_split(scores: np.ndarray, relevant: np.ndarray) -> float:
+    """The threshold with fewest mistakes on one sample's observed labels (the widest gap among ties)."""
+    order = np.argsort(-scores, kind="mergesort")
+    s, r = scores[order], relevant[order]
+    # predicting the top j labels relevant (j = 0..len): mistakes = irrelevant in the top + relevant below
+    mistakes = np.r_[0, np.cumsum(~r)] + (r.sum() - np.r_[0, np.cumsum(r)])
+    upper = np.r_[s[0] + 1.0, s]          # score above the split (one margin unit beyond the ends)
+    lower = np.r_[s, s[-1] - 1.0]         # score below the split
+    best = np.flatnonzero(mistakes == mistakes.min())
+    j = best[np.argmax(upper[best] - lower[best])]
+    return 0.5 * (upper[j] + lower[j])
+
+
+def learn_thresholds(scores: np.ndarray, Ysign: np.ndarray, rule: str | float = "linear") -> dict[str, Any]:
+    """Learn the rule that turns label scores into a label set, from training scores and labels.
+
+    ``"linear"`` (Elisseeff and Weston, 2001, as in RankSVM): each training sample with a relevant and an
+    irrelevant observed label gets the threshold that makes the fewest mistakes on its labels (the midpoint of
+    the widest such gap), and a least-squares linear function of the score vector predicts it:
+    ``t(x) = w' f(x) + b``.  With fewer such samples than labels + 2 it falls back to ``"constant"``.
+    ``"constant"``: the single threshold with the fewest mistakes over all observed training labels.  A number:
+    that fixed threshold.  Returns the fitted parameters ``{"rule", "coef", "intercept"}``.
+    """
+    if not isinstance(rule, str):
+        return {"rule": "fixed", "coef": np.zeros(scores.shape[1]), "intercept": float(rule)}
+    usable = ~pairless_samples(Ysign)
+    if rule == "linear" and usable.sum() >= scores.shape[1] + 2:
+        targets = np.array([_best_split(scores[i][Ysign[i] != 0], Ysign[i][Ysign[i] != 0] > 0)
+                            for i in np.flatnonzero(usable)])
+        reg = LinearRegression().fit(scores[usable], targets)
+        return {"rule": "linear", "coef": reg.coef_, "intercept": float(reg.intercept_)}
+    observed = Ysign != 0
+    t = _best_split(scores[observed], Ysign[observed] > 0) if observed.any() else 0.0
+    return {"rule": "constant", "coef": np.zeros(scores.shape[1]), "intercept": float(t)}
+
+
+# --------------------------------------------------------------------------------------------------
+# kernels: the part shared with the one-vs-rest baselines
+# --------------------------------------------------------------------------------------------------
+class KernelRankerMixin:
+    """Kernels from features (through :class:`~multikernel.stack.kernelset.KernelSet`) or precomputed, for rankers.
+
+    The subclass stores ``kernels``, ``kernel_params``, ``normalize``, ``standardize``, ``kernel_dtype``,
+    ``kernel_backend`` and ``memory_budget`` (its ``__init__`` parameters).  Precomputed kernels are taken exactly
+    as :class:`~multikernel.MKLClassifier` takes them (same layouts, checks and messages): its input handling is
+    reused, not copied.
+    """
+
+    _ARRAY_CHECKS = MKLClassifier._ARRAY_CHECKS
+    _training_stack = MKLClassifier._training_stack
+    _cross_stack = MKLClassifier._cross_stack
+    _as_stack = MKLClassifier._as_stack
+
+    @property
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+
+    def _builders(self, n_features: int) -> list:
+        if isinstance(self.kernels, str) and self.kernels in get_registry().names("kernel"):
+            return [create("kernel", self.kernels, **(self.kernel_params or {}))]
+        return MKLClassifier._builders(self, n_features)
+
+    def _fit_stack(self, X: Any) -> KernelStack:
+        """The training stack (and ``kernel_set_``, ``kernel_names_``, ``n_features_in_``)."""
+        if self.standardize and self._precomputed:
+            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
+        if self._precomputed:
+            stack = self._training_stack(X)
+            self.kernel_set_ = None
+            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
+            return stack
+        X = validate_data(self, X, dtype=np.float64)
+        self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize, dtype=self.kernel_dtype,
+                                     backend=self.kernel_backend, memory_budget=self.memory_budget,
+                                     standardize=self.standardize)
+        stack = self.kernel_set_.fit_stack(X)
+        self.kernel_names_ = self.kernel_set_.describe()
+        return stack
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._precomputed
+        tags.classifier_tags.multi_label = True
+        tags.target_tags.multi_output = True
+        tags.target_tags.single_output = False
+        tags.target_tags.required = True
+        return tags
+
+
+# --------------------------------------------------------------------------------------------------
+# the estimator
+# --------------------------------------------------------------------------------------------------
+class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
+    """Multi-label ranking with one or several kernels: MLR-L1, MLR-GL and MK-MLR (Bucak's thesis, ch. 4-6).
+
+    Learns one score function per label, ``f_k(x) = sum_i coef_[i, k] k(x_i, x)``, so that each sample's relevant
+    labels score above its irrelevant ones (a max-margin ranking loss over (relevant, irrelevant) label pairs),
+    and a threshold rule that turns the scores into label sets.
+
+    Parameters
+    ----------
+    method : {"mlr_l1", "mlr_gl"}, default="mlr_l1"
+        ``"mlr_l1"``: the thesis's MLR-L1 (ch. 4), the l1 pairwise ranking loss in its balanced dual form.
+        ``"mlr_gl"``: MLR-GL (ch. 5), a group-lasso aggregation of each sample's ranking errors that tolerates
+        relevant labels missing from the training labels (unmarked: ``0``), with its approximation ``eta``.
+    C : float, default=1.0
+        Weight of the ranking loss (box bound of the dual variables).
+    eta : float, optional
+        MLR-GL's approximation parameter (>= 1; the thesis chooses it by cross-validation); default: half the
+        largest number of known labels of a sample, the smallest value that keeps the problem concave.
+    kernels : str or list of KernelBuilder, default="rbf"
+        A registered kernel name (``"rbf"``, ``"linear"``, ...: one kernel with ``kernel_params``), a registered
+        kernel family (``"rbf_poly"``, ...: several kernels), a list of unfitted kernel builders, or
+        ``"precomputed"`` (``X`` is then a training kernel of shape (n_samples, n_train), or a stack
+        (n_samples, n_train, n_kernels) / (n_kernels, n_samples, n_train), as in
+        :class:`~multikernel.MKLClassifier`).  The ``"rbf"`` kernel's default bandwidth is relative to the mean
+        squared training distance (the thesis's choice).
+    kernel_params : dict, optional
+        Parameters of the kernel or of the family.
+    normalize : {"none", "trace", "unit_diagonal", "center"}, default="trace"
+        Normalization of each base kernel, fitted on the training kernel.
+    standardize : bool, default=False
+        Standardize each feature before building the kernels.
+    regularizer : str, default="simplex"
+        With several kernels, how their weights are learnt: a registered regularizer.  ``"simplex"`` is MK-MLR
+        (ch. 6: sparse weights, l1), ``"lp_ball"`` its l_p version (``regularizer_params={"p": 2}``), ``"uniform"``
+        the average kernel (AVG-MLR, the only choice with ``"mlr_gl"``).  Ignored with one kernel.
+    regularizer_params : dict, optional
+    solver : str, default="level"
+        Outer solver of MK-MLR (a registered solver that accepts the regularizer).
+    threshold : {"linear", "constant"} or float, default="linear"
+        How :meth:`predict` turns scores into label sets (see :func:`learn_thresholds`); learnt on the training
+        samples' leave-one-out scores (each sample's scores without its own coefficients, the quantity the block
+        updates use), which are less optimistic than the training scores.
+    tol : float, default=1e-3
+        Tolerance of the ranking solver: the largest KKT violation of a sample's block (MLR-L1, the measure of
+        LIBSVM's ``eps``), or the largest change of a dual variable in margin units (MLR-GL).
+    max_sweeps : int, default=1000
+        Maximum passes of the ranking solver over the samples.
+    mkl_tol : float, default=1e-3
+        MK-MLR: certified relative duality gap of the kernel weights' problem.
+    max_iter : int, default=100
+        MK-MLR: maximum outer iterations.
+    half_factor : bool, default=False
+        MLR-L1's thesis-literal update (a spurious 1/2, erratum E10 of the spec): it solves the problem of the
+        kernel ``K/2 + Diag(K)/2``.  For reproduction only.
+    kernel_dtype : {"float64", "float32"}, default="float64"
+    kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
+        Storage of the kernels; with ``"lazy"`` and one kernel (or ``regularizer="uniform"``) the solver reads
+        kernel rows on demand through an LRU cache of ``cache_size`` MB (no n x n array).
+    memory_budget : int or str, optional
+    cache_size : float, default=200
+        Megabytes of kernel rows cached with a lazy kernel.
+    random_state : int or None, default=0
+        Seed of the solver's visiting orders.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_train, n_labels)
+        Signed coefficients: ``f_k(x) = sum_i coef_[i, k] k(x_i, x)``.
+    weights_ : ndarray of shape (n_kernels,)
+        Kernel weights.
+    classes_ : ndarray of shape (n_labels,)
+        The label indices 0..n_labels-1.
+    objective_ : float
+        The ranking problem's optimal value found: MLR-L1 / MK-MLR the primal objective, MLR-GL the approximated
+        dual its iteration maximises.
+    dual_gap_ : float
+        Certified relative duality gap (MLR-L1 and MK-MLR; ``nan`` for MLR-GL, whose approximation has none).
+    threshold_ : dict
+        The fitted threshold rule (``rule``, ``coef``, ``intercept``).
+    n_iter_ : int
+        Solver sweeps (MLR) or outer iterations (MK-MLR).
+    pairless_samples_ : ndarray of int
+        Training samples without a (relevant, irrelevant) pair of known labels: they do not enter the ranking
+        loss (their coefficients are 0).
+    kernel_names_ : list of str
+    fit_time_ : float
+    results_ : MKLResult or None
+        MK-MLR's outer result (history included).
+
+    Notes
+    -----
+    ``Y`` is a 0/1 label-indicator matrix (dense or scipy sparse) with ``NaN`` for unknown entries (see
+    :mod:`multikernel.ranking.labels` for why ``NaN``): an unknown label is neither relevant nor irrelevant.  A
+    sample without a relevant (or without an irrelevant) known label has no pair and is left out of the ranking
+    loss (listed in ``pairless_samples_``); a label never relevant in training is learnt as always ranked below
+    the relevant labels (the ranking loss is defined for it, unlike a one-vs-rest classifier's).
+    """
+
+    def __init__(
+        self,
+        method: str = "mlr_l1",
+        C: float = 1.0,
+        eta: float | None = None,
+        kernels: Any = "rbf",
+        kernel_params: dict[str, Any] | None = None,
+        normalize: str = "trace",
+        standardize: bool = False,
+        regularizer: str = "simplex",
+        regularizer_params: dict[str, Any] | None = None,
+        solver: str = "level",
+        threshold: str | float = "linear",
+        tol: float = 1e-3,
+        max_sweeps: int = 1000,
+        mkl_tol: float = 1e-3,
+        max_iter: int = 100,
+        half_factor: bool = False,
+        kernel_dtype: str = "float64",
+        kernel_backend: str = "dense",
+        memory_budget: int | str | None = None,
+        cache_size: float = 200.0,
+        random_state: int | None = 0,
+    ) -> None:
+        self.method = method
+        self.C = C
+        self.eta = eta
+        self.kernels = kernels
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.regularizer = regularizer
+        self.regularizer_params = regularizer_params
+        self.solver = solver
+        self.threshold = threshold
+        self.tol = tol
+        self.max_sweeps = max_sweeps
+        self.mkl_tol = mkl_tol
+        self.max_iter = max_iter
+        self.half_factor = half_factor
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+        self.cache_size = cache_size
+        self.random_state = random_state
+
+    def _check_params(self) -> None:
+        def positive(name: str, value: Any, integer: bool = False) -> None:
+            kind = numbers.Integral if integer else numbers.Real
+            if not (isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be a positive {'integer' if integer else 'finite number'}; "
+                                 f"got {value!r}")
+
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
+        positive("C", self.C)
+        positive("tol", self.tol)
+        positive("mkl_tol", self.mkl_tol)
+        positive("max_sweeps", self.max_sweeps, integer=True)
+        positive("max_iter", self.max_iter, integer=True)
+        if self.eta is not None and not (isinstance(self.eta, numbers.Real) and self.eta >= 1):
+            raise ValueError(f"eta must be None or a number >= 1; got {self.eta!r}")
+        if not (isinstance(self.threshold, numbers.Real) or self.threshold in THRESHOLD_RULES):
+            raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number; got {self.threshold!r}")
+        if self.half_factor and self.method != "mlr_l1":
+            raise ValueError("half_factor is MLR-L1's thesis-literal update; it does not apply to mlr_gl")
+
+    # ------------------------------------------------------------------------------------------
+    # fit
+    # ------------------------------------------------------------------------------------------
+    def fit(self, X: Any, Y: Any) -> MultiLabelRanker:
+        """Learn the label score functions and the threshold rule.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or precomputed kernels (see ``kernels``)
+        Y : array-like or sparse matrix of shape (n_samples, n_labels)
+            1 relevant, 0 irrelevant, ``NaN`` unknown.
+
+        Returns
+        -------
+        self
+        """
+        start = time.perf_counter()
+        self._check_params()
+        if Y is None:
+            raise ValueError(f"{type(self).__name__} requires Y to be passed, but the target Y is None")
+        stack = self._fit_stack(X)
+        Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
+        pairless = pairless_samples(Ysign)
+        if pairless.all():
+            raise ValueError("no training sample has both a relevant (1) and an irrelevant (0) known label, so "
+                             "there is no label pair to rank; check Y (1 = relevant, 0 = irrelevant, NaN = unknown)")
+        self.pairless_samples_ = np.flatnonzero(pairless)
+        self.classes_ = np.arange(Ysign.shape[1])
+        M = stack.n_kernels
+        learnt = M > 1 and self.regularizer != "uniform"
+        if learnt and self.method != "mlr_l1":
+            raise ValueError(f"learnt kernel weights (MK-MLR) use MLR-L1 (thesis ch. 6); with method="
+                             f"{self.method!r} and {M} kernels use regularizer='uniform' (the average kernel)")
+        self.results_ = None
+        if learnt:
+            self._fit_mkl(stack, Ysign)
+        else:
+            self._fit_single(stack, Ysign, np.full(M, 1.0 / M))
+        self.fit_time_ = time.perf_counter() - start
+        return self
+
+    def _fit_single(self, stack: KernelStack, Ysign: np.ndarray, weights: np.ndarray) -> None:
+        if not isinstance(stack, DenseStack):
+            K = _StackColumns(stack, weights)
+        elif len(weights) == 1:
+            K = stack.kernel(0)  # the stored kernel itself (float32 stays float32): no n x n copy
+        else:
+            K = stack.combine(weights)
+        sol = solve_mlr(K, Ysign, float(self.C), loss=self.method[4:], eta=self.eta, tol=self.tol,
+                        max_sweeps=self.max_sweeps, half_factor=self.half_factor, random_state=self.random_state,
+                        cache_size=self.cache_size)
+        diag = K.diagonal() if isinstance(K, KernelColumns) else np.diagonal(K)
+        self.weights_ = weights
+        self.coef_ = sol.coef
+        self.n_iter_ = sol.n_sweeps
+        if self.method == "mlr_l1":
+            self.objective_ = sol.primal_objective
+            self.dual_gap_ = (sol.primal_objective - sol.dual_objective) / max(abs(sol.primal_objective), 1e-12)
+        else:
+            self.objective_, self.dual_gap_ = sol.dual_objective, float("nan")
+        self.threshold_ = learn_thresholds(sol.scores - diag[:, None] * sol.coef, Ysign, self.threshold)
+
+    def _fit_mkl(self, stack: KernelStack, Ysign: np.ndarray) -> None:
+        problem = MKLProblem(stack=stack, y=None, loss=None,
+                             inner=RankingInner(Ysign, float(self.C), max_sweeps=self.max_sweeps,
+                                                random_state=self.random_state),
+                             regularizer=create("regularizer", self.regularizer, **(self.regularizer_params or {})),
+                             tol=self.mkl_tol, max_iter=self.max_iter, inner_tol=self.tol)
+        result = create("solver", self.solver).solve(problem)
+        self.results_ = result
+        self.weights_ = np.asarray(result.weights, dtype=np.float64)
+        self.coef_ = np.ascontiguousarray(np.asarray(result.coef).T)
+        self.n_iter_ = result.n_iter
+        self.objective_, self.dual_gap_ = result.objective, result.dual_gap
+        K = stack.combine(self.weights_)
+        scores = K @ self.coef_ - np.diagonal(K)[:, None] * self.coef_
+        self.threshold_ = learn_thresholds(scores, Ysign, self.threshold)
+
+    # ------------------------------------------------------------------------------------------
+    # predict
+    # ------------------------------------------------------------------------------------------
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Label scores, shape (n_samples, n_labels): rank a sample's labels by them (higher = more relevant)."""
+        check_is_fitted(self)
+        cross = self._cross_stack(X)
+        return cross.combine(self.weights_) @ self.coef_
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Label sets as a 0/1 indicator matrix: the labels scoring above the learnt threshold (``threshold_``)."""
+        scores = self.decision_function(X)
+        t = scores @ self.threshold_["coef"] + self.threshold_["intercept"]
+        return (scores > t[:, None]).astype(np.int64)
