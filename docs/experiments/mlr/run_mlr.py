@@ -166,8 +166,9 @@ def run_split(experiment: str, name: str, X: np.ndarray, Y: np.ndarray, split: i
 # --------------------------------------------------------------------------------------------------
 # report
 # --------------------------------------------------------------------------------------------------
-MEASURES = [("example_auc", "image-based AUC (%)", 100), ("example_ap", "image-based AP, 11-pt (%)", 100),
-            ("ranking_loss", "ranking loss", 1), ("one_error", "one-error", 1), ("coverage", "coverage (MULAN)", 1)]
+MEASURES = [("example_auc", "image-based AUC (%)", 100, 2), ("example_ap", "image-based AP, 11-pt (%)", 100, 2),
+            ("ranking_loss", "ranking loss", 1, 4), ("one_error", "one-error", 1, 3),
+            ("coverage", "coverage (MULAN)", 1, 3)]
 
 
 def report(out: Path) -> str:
@@ -182,11 +183,11 @@ def report(out: Path) -> str:
             lines.append(f"\n### {experiment}: {name}" + (f", {fraction:.0%} of relevant training labels removed"
                                                        if experiment == "missing" else "")
                          + f" ({group.split.nunique()} splits)\n")
-            lines.append("| method | " + " | ".join(label for _, label, _ in MEASURES) + " | fit (s) |")
+            lines.append("| method | " + " | ".join(label for _, label, _, _ in MEASURES) + " | fit (s) |")
             lines.append("|---|" + "---|" * (len(MEASURES) + 1))
             for method, g in group.groupby("method", sort=False):
-                cells = [f"{s * g[key].mean():.2f} ± {s * g[key].std(ddof=1) if len(g) > 1 else 0:.2f}"
-                         for key, _, s in MEASURES]
+                cells = [f"{s * g[key].mean():.{d}f} ± {s * g[key].std(ddof=1) if len(g) > 1 else 0:.{d}f}"
+                         for key, _, s, d in MEASURES]
                 lines.append(f"| {method} | " + " | ".join(cells) + f" | {g.seconds.mean():.1f} |")
         if experiment == "mkl":
             for method in ("MK-MLR",):
@@ -216,7 +217,7 @@ def figure(out: Path, path: Path) -> None:
     names = sorted(df.dataset.unique())
     fig, axes = plt.subplots(2, len(names), figsize=(5 * len(names), 7), squeeze=False)
     for col, name in enumerate(names):
-        for row, (key, label, scale) in enumerate([MEASURES[0], MEASURES[2]]):
+        for row, (key, label, scale, _) in enumerate([MEASURES[0], MEASURES[2]]):
             ax = axes[row, col]
             for method, g in df[df.dataset == name].groupby("method", sort=False):
                 stats = g.groupby("fraction")[key].agg(["mean", "std"])
