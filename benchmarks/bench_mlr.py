@@ -39,9 +39,9 @@ from sklearn.svm import SVC
 from threadpoolctl import threadpool_limits
 
 from multikernel import create
-from multikernel.stack.kernelset import KernelSet
 from multikernel.ranking import solve_mlr
 from multikernel.ranking.estimator import _StackColumns
+from multikernel.stack.kernelset import KernelSet
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -12,11 +12,11 @@ from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from multikernel import DenseStack, KernelStack, MKLClassifier, MKLProblem, create, get_registry
-from multikernel.stack.kernelset import KernelSet
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, signed_labels
 from multikernel.ranking.solver import pairless_samples, solve_mlr
 from multikernel.solve.smo import KernelColumns
+from multikernel.stack.kernelset import KernelSet
 
 __all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
 
