@@ -201,17 +201,17 @@ class Iterate:
 
     ``q`` is ``None`` when the quadratic forms were not computed (a line-search trial not yet accepted;
     the loop then records the upper bound only).  ``objective`` is ``F = J + Omega`` with ``J`` the inner
-    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``step`` is a step length a
-    solver carries from one iteration to the next (the spectral step of projected gradient); ``inner_tol``
-    the inner tolerance of the solve.
+    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``step_length`` is what a
+    solver carries from one step to the next (the spectral step of projected gradient); ``inner_tol`` the
+    inner tolerance ``sol`` was solved at.
     """
 
     mu: np.ndarray
     sol: InnerSolution
     q: np.ndarray | None
     objective: float
-    step: float | None = None
-    inner_tol: float = math.inf  # the inner tolerance ``sol`` was solved at
+    step_length: float | None = None
+    inner_tol: float = math.inf
 
     @property
     def inner_gap(self) -> float:

@@ -161,13 +161,13 @@ class ProjectedGradient(_LineSearchSolver):
 
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
-        eta = _initial_step(grad) if it.step is None else it.step
+        eta = _initial_step(grad) if it.step_length is None else it.step_length
         d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
         if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
             return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
         nxt = self._armijo(evaluate, it, d, float(grad @ d))
         if isinstance(nxt, Iterate):
-            nxt.step = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
+            nxt.step_length = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
         return nxt
 
 

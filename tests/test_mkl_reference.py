@@ -51,7 +51,7 @@ def test_the_presets_are_all_tested():
 
 
 @pytest.mark.parametrize("method", PRESETS)
-@scaled(2.0)
+@scaled(1.5)
 @given(problem=mkl_problems())
 def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
     # The preset at its default parameters and the estimator's default tol, inner_tol and max_iter.
