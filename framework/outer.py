@@ -129,6 +129,11 @@ class OuterLoop:
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
 
     @property
+    def inner_gap(self) -> float:
+        """The inner solve's own gap at the best weights, relative like :attr:`gap`."""
+        return self.best_inner_gap / max(abs(self.upper), 1e-12)
+
+    @property
     def inner_limited(self) -> bool:
         """Whether the inner solve's own gap is what keeps the certified gap above ``tol``.
 
@@ -136,12 +141,11 @@ class OuterLoop:
         inner gap would bring the certified gap within ``tol``, outer iterations cannot help, only more
         precise inner solves can.
         """
-        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
-        return math.isfinite(self.gap) and self.gap - inner <= self.problem.tol
+        return math.isfinite(self.gap) and self.gap - self.inner_gap <= self.problem.tol
 
     def _advice(self, stalled: bool, solver: str) -> str:
         """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
-        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
+        inner = self.inner_gap
         if self.inner_limited:
             if self.inner_tol > INNER_TOL_FLOOR:
                 return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "
