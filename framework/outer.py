@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import math
 import warnings
+from typing import Any
 
 import attrs
 import numpy as np
@@ -205,16 +206,16 @@ class Iterate:
 
     ``q`` is ``None`` when the quadratic forms were not computed (a line-search trial not yet accepted;
     the loop then records the upper bound only).  ``objective`` is ``F = J + Omega`` with ``J`` the inner
-    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``step_length`` is what a
-    solver carries from one step to the next (the spectral step of projected gradient); ``inner_tol`` the
-    inner tolerance ``sol`` was solved at.
+    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``memo`` is what a solver
+    carries from one step to the next (the spectral step of projected gradient, the last direction of the
+    reduced gradient); ``inner_tol`` the inner tolerance ``sol`` was solved at.
     """
 
     mu: np.ndarray
     sol: InnerSolution
     q: np.ndarray | None
     objective: float
-    step_length: float | None = None
+    memo: Any = None
     inner_tol: float = math.inf
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import attrs
 import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
@@ -161,7 +162,7 @@ class ProjectedGradient(_LineSearchSolver):
 
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
-        eta = _initial_step(grad) if it.step_length is None else it.step_length
+        eta = _initial_step(grad) if it.memo is None else it.memo
         d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
         if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
             return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
@@ -169,7 +170,7 @@ class ProjectedGradient(_LineSearchSolver):
         if isinstance(found, Stalled):
             return found
         nxt = found[0]
-        nxt.step_length = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
+        nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
         return nxt
 
 
@@ -202,16 +203,29 @@ def _clear_residues(mu: np.ndarray) -> np.ndarray:
     return mu / mu.sum()
 
 
+@attrs.frozen(eq=False)
+class _Conjugate:
+    """What the reduced gradient carries to its next step: the eliminated weight, the free weights, the
+    reduced gradient on them and the direction taken."""
+
+    v: int
+    free: np.ndarray
+    red: np.ndarray
+    D: np.ndarray
+
+
 class ReducedGradient(_LineSearchSolver):
     """SimpleMKL's reduced gradient descent on the simplex (Rakotomamonjy et al., JMLR 2008, Algorithm 1).
 
     The equality ``sum mu = 1`` is handled by eliminating the largest weight ``mu_v``: the reduced gradient
     is ``r_m = p_m - p_v`` for ``m != v``, and the descent direction ``D_m = -r_m`` except ``D_m = 0`` for a
-    zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``.  Along ``D``
+    zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``; while ``v`` and
+    the free weights stay the same, ``D`` is made conjugate to the previous direction.  Along ``D``
     the solver first takes maximal feasible steps -- moving to the point where the next weights hit zero --
     while they decrease the objective, then runs an Armijo backtracking line search on ``[0, gamma_max]``
-    (quadratic interpolation from the rejected boundary value; SimpleMKL itself uses a golden-section
-    search there).  A maximal step sets to zero every weight that reaches the boundary with it (tied or
+    (quadratic interpolation from the rejected boundary value) and moves the accepted point towards the
+    minimum on the segment by parabolic steps (SimpleMKL itself uses a golden-section search there).  A
+    maximal step sets to zero every weight that reaches the boundary with it (tied or
     duplicated kernels reach it together), and every trial point is cleared of rounding residues.
     Every evaluation is an SVM solve, warm-started from the current alpha.  Needs a regularizer whose
     domain is the simplex, declared by the class attribute ``domain = "simplex"`` (built-ins: ``simplex``,
@@ -241,6 +255,9 @@ class ReducedGradient(_LineSearchSolver):
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
                              f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
         super().check(problem)
+        if not (isinstance(self.line_search_refinements, int | np.integer) and self.line_search_refinements >= 0):
+            raise ValueError(f"line_search_refinements must be a non-negative integer; got "
+                             f"{self.line_search_refinements!r}")
 
     @staticmethod
     def _direction(mu: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -269,6 +286,31 @@ class ReducedGradient(_LineSearchSolver):
         end[ratios <= gamma_max * (1.0 + 1e-9)] = 0.0  # all the weights that reach zero, not only the first
         return gamma_max, _clear_residues(end)
 
+    @staticmethod
+    def _conjugate(mu: np.ndarray, grad: np.ndarray, D: np.ndarray, memo: _Conjugate | None
+                   ) -> tuple[np.ndarray, _Conjugate]:
+        """The conjugate direction (Polak-Ribiere+) to ``D``, the steepest one, in the same reduced space.
+
+        Steepest descent zig-zags when ``F`` is much stiffer along some weights than along others (kernels
+        of very different scales): from (0.995, 0.005, 7e-5) SimpleMKL's steps went almost entirely into the
+        stiff third weight, and 200 iterations left the gap at 2e-3 where the optimum is (0.82, 0.17, 0.01).
+        Conjugate directions, with the line minimum along each, cross such valleys; the recurrence restarts
+        (``D`` itself) whenever the eliminated weight or the free weights change, or when it would not descend.
+        """
+        v = int(np.argmax(mu))
+        free = D != 0
+        free[v] = False
+        red = np.where(free, -D, 0.0)
+        now = _Conjugate(v=v, free=free, red=red, D=D)
+        if memo is None or memo.v != v or not np.array_equal(memo.free, free):
+            return D, now
+        beta = max(0.0, float(red @ (red - memo.red)) / max(float(memo.red @ memo.red), 1e-300))
+        Dc = np.where(free, -red + beta * memo.D, 0.0)
+        Dc[v] = -Dc.sum()
+        if not float(grad @ Dc) < 0:
+            return D, now
+        return Dc, attrs.evolve(now, D=Dc)
+
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         """One descent update; :class:`Stalled` when no decrease is possible at this inner precision."""
         grad = evaluate.gradient(it)
@@ -276,6 +318,7 @@ class ReducedGradient(_LineSearchSolver):
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(grad))))
         if np.max(np.abs(D)) <= tiny or not float(grad @ D) < 0:
             return Stalled("the reduced gradient vanished (stationary up to the inner precision)")
+        D, memo = self._conjugate(it.mu, grad, D, it.memo)
         best, improved = it, False
         # Maximal feasible steps: go to where the next weights reach zero while that lowers F.  As in
         # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weights frozen.
@@ -300,7 +343,11 @@ class ReducedGradient(_LineSearchSolver):
         found = self._armijo(evaluate, best, D, slope, t=t0, finish=_clear_residues)
         if isinstance(found, Stalled):
             return best if improved else found
-        return self._line_minimum(evaluate, best, D, found, (gamma_max, c.objective))
+        nxt = self._line_minimum(evaluate, best, D, found, (gamma_max, c.objective))
+        # The conjugate recurrence continues only along an unbroken line search from ``it`` (a maximal step
+        # changes the reduced space anyway).
+        nxt.memo = None if improved else memo
+        return nxt
 
     def _line_minimum(self, evaluate: Evaluator, start: Iterate, D: np.ndarray, found: tuple[Iterate, float],
                       end: tuple[float, float]) -> Iterate:
