@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import attrs
 import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
@@ -106,8 +107,8 @@ class _LineSearchSolver(OuterSolver):
             raise ValueError(f"{self.name} needs 0 < sigma < 1 and max_backtracks >= 1")
 
     def _armijo(self, evaluate: Evaluator, it: Iterate, d: np.ndarray, slope: float, t: float = 1.0,
-                finish: Callable[[np.ndarray], np.ndarray] | None = None) -> Iterate | Stalled:
-        """Backtrack ``t`` until ``F(mu + t d) <= F + sigma t slope`` and ``F(mu + t d) < F``.
+                finish: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[Iterate, float] | Stalled:
+        """Backtrack ``t`` until ``F(mu + t d) <= F + sigma t slope`` and ``F(mu + t d) < F``; that point and ``t``.
 
         ``slope = grad'd < 0``.  The next ``t`` minimises the quadratic through ``F``, the slope and the rejected
         value, kept within ``[0.1 t, 0.5 t]`` (the safeguard of Nocedal and Wright, section 3.5).  ``finish``
@@ -128,7 +129,7 @@ class _LineSearchSolver(OuterSolver):
                 cand = finish(cand)
             c = evaluate(cand, it.sol.alpha, with_q=False)
             if c.objective < it.objective and c.objective <= it.objective + self.sigma * t * slope:
-                return evaluate.certify(c)
+                return evaluate.certify(c), t
             if -t * slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > INNER_TOL_FLOOR:
                 return Stalled("the possible decrease along the search direction is below the inner "
                                "solves' precision")
@@ -165,13 +166,15 @@ class ProjectedGradient(_LineSearchSolver):
 
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
-        eta = _initial_step(grad) if it.step is None else it.step
+        eta = _initial_step(grad) if it.memo is None else it.memo
         d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
         if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
             return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
-        nxt = self._armijo(evaluate, it, d, float(grad @ d))
-        if isinstance(nxt, Iterate):
-            nxt.step = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
+        found = self._armijo(evaluate, it, d, float(grad @ d))
+        if isinstance(found, Stalled):
+            return found
+        nxt = found[0]
+        nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
         return nxt
 
 
@@ -204,16 +207,29 @@ def _clear_residues(mu: np.ndarray) -> np.ndarray:
     return mu / mu.sum()
 
 
+@attrs.frozen(eq=False)
+class _Conjugate:
+    """What the reduced gradient carries to its next step: the eliminated weight, the free weights, the
+    reduced gradient on them and the direction taken."""
+
+    v: int
+    free: np.ndarray
+    red: np.ndarray
+    D: np.ndarray
+
+
 class ReducedGradient(_LineSearchSolver):
     """SimpleMKL's reduced gradient descent on the simplex (Rakotomamonjy et al., JMLR 2008, Algorithm 1).
 
     The equality ``sum mu = 1`` is handled by eliminating the largest weight ``mu_v``: the reduced gradient
     is ``r_m = p_m - p_v`` for ``m != v``, and the descent direction ``D_m = -r_m`` except ``D_m = 0`` for a
-    zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``.  Along ``D``
+    zero weight with ``r_m > 0`` (it would become negative), and ``D_v = -sum_{m != v} D_m``; while ``v`` and
+    the free weights stay the same, ``D`` is made conjugate to the previous direction.  Along ``D``
     the solver first takes maximal feasible steps -- moving to the point where the next weights hit zero --
     while they decrease the objective, then runs an Armijo backtracking line search on ``[0, gamma_max]``
-    (quadratic interpolation from the rejected boundary value; SimpleMKL itself uses a golden-section
-    search there).  A maximal step sets to zero every weight that reaches the boundary with it (tied or
+    (quadratic interpolation from the rejected boundary value) and moves the accepted point towards the
+    minimum on the segment by parabolic steps (SimpleMKL itself uses a golden-section search there).  A
+    maximal step sets to zero every weight that reaches the boundary with it (tied or
     duplicated kernels reach it together), and every trial point is cleared of rounding residues.
     Every evaluation is an SVM solve, warm-started from the current alpha.  Needs a regularizer whose
     domain is the simplex, declared by the class attribute ``domain = "simplex"`` (built-ins: ``simplex``,
@@ -226,10 +242,17 @@ class ReducedGradient(_LineSearchSolver):
     max_backtracks : int, default=30
         Trials per line search before the step counts as stalled (the loop then solves the inner problems
         more precisely; at the finest inner tolerance a ConvergenceWarning states the gap reached).
+    line_search_refinements : int, default=10
+        Parabolic steps towards the minimum along the direction after the Armijo point is found (0: stop at
+        the Armijo point).
     """
 
     name = "reduced_gradient"
     requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
+
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, line_search_refinements: int = 10) -> None:
+        super().__init__(sigma=sigma, max_backtracks=max_backtracks)
+        self.line_search_refinements = line_search_refinements
 
     def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer
@@ -237,6 +260,9 @@ class ReducedGradient(_LineSearchSolver):
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
                              f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
         super().check(problem)
+        if not (isinstance(self.line_search_refinements, int | np.integer) and self.line_search_refinements >= 0):
+            raise ValueError(f"line_search_refinements must be a non-negative integer; got "
+                             f"{self.line_search_refinements!r}")
 
     @staticmethod
     def _direction(mu: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -265,6 +291,31 @@ class ReducedGradient(_LineSearchSolver):
         end[ratios <= gamma_max * (1.0 + 1e-9)] = 0.0  # all the weights that reach zero, not only the first
         return gamma_max, _clear_residues(end)
 
+    @staticmethod
+    def _conjugate(mu: np.ndarray, grad: np.ndarray, D: np.ndarray, memo: _Conjugate | None
+                   ) -> tuple[np.ndarray, _Conjugate]:
+        """The conjugate direction (Polak-Ribiere+) to ``D``, the steepest one, in the same reduced space.
+
+        Steepest descent zig-zags when ``F`` is much stiffer along some weights than along others (kernels
+        of very different scales): from (0.995, 0.005, 7e-5) SimpleMKL's steps went almost entirely into the
+        stiff third weight, and 200 iterations left the gap at 2e-3 where the optimum is (0.82, 0.17, 0.01).
+        Conjugate directions, with the line minimum along each, cross such valleys; the recurrence restarts
+        (``D`` itself) whenever the eliminated weight or the free weights change, or when it would not descend.
+        """
+        v = int(np.argmax(mu))
+        free = D != 0
+        free[v] = False
+        red = np.where(free, -D, 0.0)
+        now = _Conjugate(v=v, free=free, red=red, D=D)
+        if memo is None or memo.v != v or not np.array_equal(memo.free, free):
+            return D, now
+        beta = max(0.0, float(red @ (red - memo.red)) / max(float(memo.red @ memo.red), 1e-300))
+        Dc = np.where(free, -red + beta * memo.D, 0.0)
+        Dc[v] = -Dc.sum()
+        if not float(grad @ Dc) < 0:
+            return D, now
+        return Dc, attrs.evolve(now, D=Dc)
+
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         """One descent update; :class:`Stalled` when no decrease is possible at this inner precision."""
         grad = evaluate.gradient(it)
@@ -272,6 +323,7 @@ class ReducedGradient(_LineSearchSolver):
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(grad))))
         if np.max(np.abs(D)) <= tiny or not float(grad @ D) < 0:
             return Stalled("the reduced gradient vanished (stationary up to the inner precision)")
+        D, memo = self._conjugate(it.mu, grad, D, it.memo)
         best, improved = it, False
         # Maximal feasible steps: go to where the next weights reach zero while that lowers F.  As in
         # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weights frozen.
@@ -293,8 +345,46 @@ class ReducedGradient(_LineSearchSolver):
         curvature = c.objective - best.objective - gamma_max * slope
         t0 = -slope * gamma_max**2 / (2.0 * curvature) if curvature > 0 else 0.5 * gamma_max
         t0 = min(max(t0, 0.1 * gamma_max), 0.5 * gamma_max)
-        nxt = self._armijo(evaluate, best, D, slope, t=t0, finish=_clear_residues)
-        return best if improved and isinstance(nxt, Stalled) else nxt
+        found = self._armijo(evaluate, best, D, slope, t=t0, finish=_clear_residues)
+        if isinstance(found, Stalled):
+            return best if improved else found
+        nxt = self._line_minimum(evaluate, best, D, found, (gamma_max, c.objective))
+        # The conjugate recurrence continues only along an unbroken line search from ``it`` (a maximal step
+        # changes the reduced space anyway).
+        nxt.memo = None if improved else memo
+        return nxt
+
+    def _line_minimum(self, evaluate: Evaluator, start: Iterate, D: np.ndarray, found: tuple[Iterate, float],
+                      end: tuple[float, float]) -> Iterate:
+        """Move the Armijo point towards the minimum of ``F`` on the segment, by parabolic interpolation.
+
+        The Armijo point ``t`` lies below both ends (``F(0)`` and the rejected ``F(gamma_max)``), so the three
+        points bracket the minimum of the convex ``F`` along ``D``; each trial fits a parabola through them
+        and shrinks the bracket, at most ``line_search_refinements`` times.  SimpleMKL minimises along the
+        line too (golden section): the first acceptable point is often a tenth of the best step, and
+        steepest descent with such steps needed over 200 iterations on kernels of very different scales.
+        """
+        best, t = found
+        a, fa, b, fb, c, fc = 0.0, start.objective, t, best.objective, end[0], end[1]
+        for _ in range(self.line_search_refinements):
+            den = (b - a) * (fb - fc) - (b - c) * (fb - fa)  # < 0 for a convex parabola through the bracket
+            if not den < 0:
+                break  # the three values are collinear to rounding: nothing to fit
+            u = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / den
+            if not (a < u < c) or abs(u - b) <= 0.01 * (c - a):
+                break
+            trial = evaluate(_clear_residues(start.mu + u * D), start.sol.alpha, with_q=False)
+            if trial.objective < fb:
+                if u > b:
+                    a, fa = b, fb
+                else:
+                    c, fc = b, fb
+                best, b, fb = trial, u, trial.objective
+            elif u > b:
+                c, fc = u, trial.objective
+            else:
+                a, fa = u, trial.objective
+        return evaluate.certify(best)
 
 
 class LevelMethod(OuterSolver):

@@ -59,7 +59,7 @@ _SMO_CYCLING = pytest.mark.xfail(strict=False, reason="inner SMO occasionally cy
 
 
 @pytest.mark.parametrize("method", [pytest.param(m, marks=_SMO_CYCLING) if m == "lpmkl" else m for m in PRESETS])
-@scaled(2.0)
+@scaled(1.5)
 @given(problem=mkl_problems())
 def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
     # The preset at its default parameters and the estimator's default tol, inner_tol and max_iter.

@@ -7,7 +7,7 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
-from _mkl_testing import scaled
+from _mkl_testing import CLARABEL_TIGHT, cvx_domain, cvx_penalty, scaled
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,27 +55,6 @@ def vectors(draw, low: float = -3.0, high: float = 3.0, signed: bool = False, ze
     return v
 
 
-def _constraints(reg, m: cp.Variable, M: int) -> list:
-    """The domain of ``reg`` as cvxpy constraints on ``m``."""
-    if reg.name == "uniform":
-        return [m == 1.0 / M]
-    if reg.name in ("simplex", "simplex_l2", "simplex_power"):
-        return [m >= 0, cp.sum(m) == 1]
-    if reg.name == "box_simplex":
-        return [m >= 0, m <= reg.cap(M), cp.sum(m) == 1]
-    if reg.name in ("lp_ball", "l2_ball"):
-        return [m >= 0, cp.norm(m, float(reg.p)) <= 1]
-    if reg.name == "elastic_net":
-        return [m >= 0, reg.v * cp.sum(m) + (1 - reg.v) * cp.sum_squares(m) <= 1]
-    raise AssertionError(reg.name)
-
-
-def _penalty(reg, m: cp.Variable):
-    if reg.name in ("simplex_l2", "simplex_power"):
-        return reg.kappa() * cp.sum(cp.power(m, float(reg.p)))
-    return 0.0
-
-
 def _violation(reg, mu: np.ndarray, M: int) -> float:
     """How far ``mu`` is outside the domain of ``reg`` (0 when feasible)."""
     neg = float(np.max(np.maximum(-mu, 0.0)))
@@ -92,11 +71,28 @@ def _violation(reg, mu: np.ndarray, M: int) -> float:
     raise AssertionError(reg.name)
 
 
-def _solve(prob: cp.Problem) -> float:
-    """Clarabel's optimal value (``prob.value`` re-evaluates powers at slightly infeasible points: nan)."""
-    prob.solve(solver=cp.CLARABEL)
-    assert prob.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE), prob.status
-    return float(prob.solution.opt_val)
+def _solve(prob: cp.Problem) -> tuple[float, float]:
+    """Clarabel's optimal value, and the slack its accuracy needs (0 when it solved to its tolerances).
+
+    Clarabel's defaults, then tight tolerances, then more static regularization (the projection of
+    (1, 1, 1, 0) onto the l2 ball ended in a numerical error with the defaults); an "inaccurate" value (its
+    box-simplex inverse was 6e-6 below the optimum, at a point 2e-7 off the simplex) is used only when no
+    setting solves, with a slack of 1e-4.  ``prob.value`` re-evaluates powers at slightly infeasible points
+    (nan), so the solver's own value is read.
+    """
+    inaccurate = None
+    for opts in ({}, CLARABEL_TIGHT, {"static_regularization_constant": 1e-6}):
+        try:
+            prob.solve(solver=cp.CLARABEL, **opts)
+        except cp.error.SolverError:
+            continue
+        value = float(prob.solution.opt_val)
+        if prob.status == cp.OPTIMAL:
+            return value, 0.0
+        if prob.status == cp.OPTIMAL_INACCURATE and inaccurate is None:
+            inaccurate = value
+    assert inaccurate is not None, "Clarabel failed with every setting tried"
+    return inaccurate, 1e-4 * max(1.0, abs(inaccurate))
 
 
 def _regularizers(M: int) -> list:
@@ -121,12 +117,12 @@ def test_dual_bound_is_the_exact_conjugate(g):
     M = len(g)
     for reg in _regularizers(M):
         m = cp.Variable(M)
-        ref = _solve(cp.Problem(cp.Maximize(m @ g - _penalty(reg, m)), _constraints(reg, m, M)))
+        ref, slack = _solve(cp.Problem(cp.Maximize(m @ g - cvx_penalty(reg, m)), cvx_domain(reg, m, M)))
         ours = reg.dual_bound(g)
         scale = max(float(np.max(g)), 1.0)  # Clarabel's accuracy is relative to the data
         # An over-estimate keeps the lower bound certified; it must still be tight.
-        assert ours >= ref - 1e-7 * scale, reg
-        assert ours == pytest.approx(ref, rel=1e-6, abs=1e-7 * scale), reg
+        assert ours >= ref - 1e-7 * scale - slack, reg
+        assert ours == pytest.approx(ref, rel=1e-6, abs=1e-7 * scale + slack), reg
 
 
 @FAST
@@ -152,10 +148,10 @@ def test_closed_form_update_is_the_exact_minimiser(data):
         assert np.all(nu >= 0) and _violation(reg, nu, M) <= 1e-12, reg
         ours = float(np.sum(a / nu) + reg.penalty(nu))
         x = cp.Variable(M, pos=True)
-        ref = _solve(cp.Problem(cp.Minimize(cp.sum(cp.multiply(a, cp.inv_pos(x))) + _penalty(reg, x)),
-                                _constraints(reg, x, M)))
+        ref, slack = _solve(cp.Problem(cp.Minimize(cp.sum(cp.multiply(a, cp.inv_pos(x))) + cvx_penalty(reg, x)),
+                                       cvx_domain(reg, x, M)))
         # Clarabel is the less accurate of the two here (tiny a_m): ours may only be a hair worse.
-        assert ours <= ref * (1 + 2e-5) + 1e-10, reg
+        assert ours <= ref * (1 + 2e-5) + 1e-10 + slack, reg
 
 
 @CVX
@@ -164,15 +160,17 @@ def test_projection_matches_cvxpy(z):
     M = len(z)
     for reg in _regularizers(M):
         x = cp.Variable(M)
-        ref = _solve(cp.Problem(cp.Minimize(cp.sum_squares(x - z)), _constraints(reg, x, M)))
+        # The distance as a second-order cone (its square as a quadratic ended in numerical errors).
+        dist, dist_slack = _solve(cp.Problem(cp.Minimize(cp.norm(x - z)), cvx_domain(reg, x, M)))
+        ref, slack = dist**2, dist_slack * (2.0 * dist + dist_slack)
         w = reg.project(z)
         assert _violation(reg, w, M) <= 1e-12, reg
         # The projection is unique; Clarabel's argmin is only accurate to ~1e-4 on the curved balls (even
         # with tight tolerances), so compare the distances (flat at the optimum, hence the tight tolerance),
         # and the points through strong convexity: ||x - w||^2 <= f(x) - f(w) for f = ||. - z||^2.
         ours = float(np.sum((w - z) ** 2))
-        assert ours <= ref + 1e-7 * max(1.0, ref), reg
-        assert float(np.sum((w - x.value) ** 2)) <= max(ref - ours, 0.0) + 1e-7 * max(1.0, ref), reg
+        assert ours <= ref + 1e-7 * max(1.0, ref) + slack, reg
+        assert float(np.sum((w - x.value) ** 2)) <= max(ref - ours, 0.0) + 1e-7 * max(1.0, ref) + slack, reg
 
 
 @FAST
@@ -205,9 +203,9 @@ def test_box_simplex_inverse_is_feasible_and_optimal(seed, M, extra):
     pos = a > 0
     if pos.any():
         x = cp.Variable(M, pos=True)
-        ref = _solve(cp.Problem(cp.Minimize(cp.sum(cp.multiply(a, cp.inv_pos(x)))),
-                                [cp.sum(x) == 1, x <= min(theta, 1.0)]))
-        assert np.sum(a[pos] / mu[pos]) <= ref * (1 + 1e-6) + 1e-12
+        ref, slack = _solve(cp.Problem(cp.Minimize(cp.sum(cp.multiply(a, cp.inv_pos(x)))),
+                                       [cp.sum(x) == 1, x <= min(theta, 1.0)]))
+        assert np.sum(a[pos] / mu[pos]) <= ref * (1 + 1e-6) + 1e-12 + slack
         # Lemma 3.1: a larger a_m is never capped less; uncapped weights are proportional to sqrt(a_m).
         order = np.argsort(-a, kind="stable")
         assert np.all(np.diff(mu[order][a[order] > 0]) <= 1e-12)

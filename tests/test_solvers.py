@@ -119,6 +119,9 @@ def test_reduced_gradient_needs_the_simplex():
     for reg in (BoxSimplex(nu=0.5), LpBall(p=2), ElasticNet()):
         with pytest.raises(ValueError, match="reduced_gradient needs a regularizer on the simplex"):
             solve_mkl(Ks, y, reg, ReducedGradient())
+    for params in ({"sigma": 0.0}, {"max_backtracks": 0}, {"line_search_refinements": -1}):
+        with pytest.raises(ValueError, match="sigma|line_search_refinements"):
+            solve_mkl(Ks, y, Simplex(), ReducedGradient(**params))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -301,10 +304,25 @@ ISSUE_CASES = {
     "sm2mkl-duplicates": (lambda: (*cancer_kernels(0, 30, [("rbf", {"gamma": 0.006})] * 3 + _DUPLICATED[:1]
                                                    + _DUPLICATED[4:]), 1.0), "sm2mkl", ReducedGradient()),
     # ... and without duplicates (eight kernels, n = 54): 200 iterations, gap 0.029, 0.69 % above.
-    "sm2mkl-eight-kernels": (lambda: (lambda p: (p.Ks, p.y, p.C))(make_problem(
+    "sm2mkl-eight-kernels": (lambda: _drawn(make_problem(
         n=54, positives=32, kinds=["low_rank", "linear", "poly", "rbf", "rbf", "rbf", "low_rank", "poly"],
         order=[6, 4, 2, 7, 1, 0, 5, 3], C=1.0, seed=9507)), "sm2mkl", ReducedGradient()),
+    # Found by the thorough profile: kernels scaled from 10^-2.5 to 10^2, C = 2395.  With only the first
+    # Armijo point (a tenth of the maximal step) SimpleMKL crawled: 200 iterations, gap 2.2e-3.
+    "unnormalized": (lambda: _drawn(make_problem(
+        n=37, positives=35, kinds=["low_rank", "flat_rbf", "rbf", "linear", "linear", "flat_rbf"],
+        log10_scales=[2.0, -0.3796361469050229, -2.481012086312981, 0.0, -2.0507883660400585, 0.0],
+        order=[4, 0, 5, 2, 3, 1], C=2395.224440008743, seed=72979)), "simplemkl", None),
+    # ... and with the line minimum but steepest descent: a stiff weight (kernel scaled by 10) took every
+    # step, 200 iterations, gap 1.9e-3 (conjugate directions: 20 iterations).
+    "stiff": (lambda: _drawn(make_problem(
+        n=14, positives=9, kinds=["linear", "low_rank", "low_rank"], log10_scales=[-2.78125, -1.4375, 1.0],
+        C=10.0, seed=861570401)), "simplemkl", None),
 }
+
+
+def _drawn(problem):
+    return problem.Ks, problem.y, problem.C
 
 
 @pytest.mark.parametrize("case", list(ISSUE_CASES))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import math
 import warnings
+from typing import Any
 
 import attrs
 import numpy as np
@@ -129,6 +130,11 @@ class OuterLoop:
         return max(self.upper - self.lower, 0.0) / max(abs(self.upper), 1e-12)
 
     @property
+    def inner_gap(self) -> float:
+        """The inner solve's own gap at the best weights, relative like :attr:`gap`."""
+        return self.best_inner_gap / max(abs(self.upper), 1e-12)
+
+    @property
     def inner_limited(self) -> bool:
         """Whether the inner solve's own gap is what keeps the certified gap above ``tol``.
 
@@ -136,12 +142,11 @@ class OuterLoop:
         inner gap would bring the certified gap within ``tol``, outer iterations cannot help, only more
         precise inner solves can.
         """
-        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
-        return math.isfinite(self.gap) and self.gap - inner <= self.problem.tol
+        return math.isfinite(self.gap) and self.gap - self.inner_gap <= self.problem.tol
 
     def _advice(self, stalled: bool, solver: str) -> str:
         """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
-        inner = self.best_inner_gap / max(abs(self.upper), 1e-12)
+        inner = self.inner_gap
         if self.inner_limited:
             if self.inner_tol > INNER_TOL_FLOOR:
                 return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "
@@ -201,17 +206,17 @@ class Iterate:
 
     ``q`` is ``None`` when the quadratic forms were not computed (a line-search trial not yet accepted;
     the loop then records the upper bound only).  ``objective`` is ``F = J + Omega`` with ``J`` the inner
-    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``step`` is a step length a
-    solver carries from one iteration to the next (the spectral step of projected gradient); ``inner_tol``
-    the inner tolerance of the solve.
+    *dual* objective, a lower bound of ``J(mu)`` (see :class:`Evaluator`).  ``memo`` is what a solver
+    carries from one step to the next (the spectral step of projected gradient, the last direction of the
+    reduced gradient); ``inner_tol`` the inner tolerance ``sol`` was solved at.
     """
 
     mu: np.ndarray
     sol: InnerSolution
     q: np.ndarray | None
     objective: float
-    step: float | None = None
-    inner_tol: float = math.inf  # the inner tolerance ``sol`` was solved at
+    memo: Any = None
+    inner_tol: float = math.inf
 
     @property
     def inner_gap(self) -> float:
