@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
-from sklearn.utils import check_array
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
 from tqdm.auto import tqdm
 
 from multikernel.core.interfaces import Component, KernelBuilder
-from multikernel.core.registry import get_registry
 from multikernel.core.validation import check_positive_integer, check_positive_real
+from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.solve.fit import (
     FittedMKL,
     Parts,
@@ -27,13 +27,11 @@ from multikernel.solve.fit import (
     encode_targets,
     fit_mkl,
 )
-from multikernel.stack.kernelset import KernelSet
-from multikernel.stack.storage import DenseStack, KernelStack, check_kernel_matrices
 
 __all__ = ["MKLClassifier"]
 
 
-class MKLClassifier(ClassifierMixin, BaseEstimator):
+class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     """Multiple kernel learning classifier.
 
     Learns kernel weights ``mu`` and an SVM on the combined kernel ``sum_m mu_m K_m``.  The method
@@ -181,17 +179,6 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         return build_parts(self.method, self.loss, self.regularizer, self.solver,
                            params=None if self.C is None else {"C": self.C})
 
-    def _builders(self, n_features: int) -> list[KernelBuilder]:
-        if isinstance(self.kernels, str):
-            family = get_registry().get("family", self.kernels)
-            return list(family(n_features, **(self.kernel_params or {})))
-        builders = list(self.kernels)
-        for b in builders:
-            if not isinstance(b, KernelBuilder):
-                raise TypeError(f"kernels must be a family name, 'precomputed' or a list of KernelBuilder "
-                                f"instances; got an element of type {type(b).__name__}")
-        return [clone(b) for b in builders]
-
     def _check_params(self) -> None:
         if self.C is not None:
             check_positive_real("C", self.C)
@@ -200,16 +187,10 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         if not isinstance(self.max_iter, numbers.Integral):  # 2.0 is not an iteration count here
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}")
         check_positive_integer("max_iter", self.max_iter)
-        if self.standardize and self._precomputed:
-            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
         if self.multiclass not in ("ovr", "shared"):
             raise ValueError(f"multiclass must be 'ovr' or 'shared'; got {self.multiclass!r}")
         if self.stopping not in ("gap", "relative_change"):
             raise ValueError(f"stopping must be 'gap' or 'relative_change'; got {self.stopping!r}")
-
-    @property
-    def _precomputed(self) -> bool:
-        return isinstance(self.kernels, str) and self.kernels == "precomputed"
 
     # ------------------------------------------------------------------------------------------
     # fit / predict
@@ -230,21 +211,9 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self._check_params()
         parts = self._parts()
         warm = self._warm_fit()
-        if self._precomputed:
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-            y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
-            stack = self._training_stack(X)
-            self.kernel_set_ = None
-            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
-        else:
-            X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
-            self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize,
-                                         dtype=self.kernel_dtype, backend=self.kernel_backend,
-                                         memory_budget=self.memory_budget, standardize=self.standardize,
-                                         cache_size=self.cache_size)
-            stack = self.kernel_set_.fit_stack(X)
-            self.kernel_names_ = self.kernel_set_.describe()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        stack, y = self._fit_stack(X, y)
         if len(y) != stack.n_rows:
             raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
         targets = encode_targets(y)
@@ -265,28 +234,18 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
             return None
         return FittedMKL(targets=self._targets, results=self.results_, shared=self._shared)
 
-    def _progress(self) -> Any:
-        estimator = self
+    @contextlib.contextmanager
+    def _progress(self) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+        """A callback that advances a progress bar of the outer iterations (``None`` when not verbose)."""
+        if not self.verbose:
+            yield None
+            return
+        with tqdm(total=self.max_iter, desc=f"{self.method} outer iterations", unit="it", leave=False) as bar:
+            def progress(entry: dict[str, Any]) -> None:
+                bar.update()
+                bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
 
-        class _Bar:
-            def __enter__(self) -> Any:
-                if not estimator.verbose:
-                    self.bar = None
-                    return None
-                self.bar = tqdm(total=estimator.max_iter, desc=f"{estimator.method} outer iterations", unit="it",
-                                leave=False)
-
-                def progress(entry: dict[str, Any]) -> None:
-                    self.bar.update()
-                    self.bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
-
-                return progress
-
-            def __exit__(self, *exc: Any) -> None:
-                if self.bar is not None:
-                    self.bar.close()
-
-        return _Bar()
+            yield progress
 
     def _store(self, fitted: FittedMKL) -> None:
         t = fitted.targets
@@ -303,61 +262,8 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         self.dual_gap_ = float(fitted.dual_gap[0]) if single else fitted.dual_gap
         self.support_ = np.flatnonzero(np.any(self.dual_coef_ != 0, axis=0))
 
-    # ------------------------------------------------------------------------------------------
-    # precomputed kernels
-    # ------------------------------------------------------------------------------------------
-    # Precomputed kernels go through scikit-learn's checks (NaN/inf, sparse, complex and empty input get its
-    # messages); n_features_in_ is the number of training samples, as for SVC(kernel="precomputed").
-    _ARRAY_CHECKS = {"allow_nd": True, "dtype": (np.float64, np.float32), "accept_sparse": False}
-
-    def _training_stack(self, X: Any) -> KernelStack:
-        if isinstance(X, KernelStack):
-            self.precomputed_layout_ = "stack"
-            stack = X
-        else:
-            arr = validate_data(self, X, reset=True, **self._ARRAY_CHECKS)
-            if arr.ndim == 2:
-                arr, self.precomputed_layout_ = arr[:, :, None], "samples_first"
-            elif arr.ndim == 3 and arr.shape[0] == arr.shape[1]:
-                self.precomputed_layout_ = "samples_first"
-            elif arr.ndim == 3 and arr.shape[1] == arr.shape[2]:
-                self.precomputed_layout_ = "kernels_first"
-            else:
-                raise ValueError(f"with kernels='precomputed', X must be the training kernels of shape "
-                                 f"(n_samples, n_samples, n_kernels), (n_kernels, n_samples, n_samples) or "
-                                 f"(n_samples, n_samples); got shape {arr.shape}")
-            stack = self._as_stack(arr, training=True)
-        if stack.n_rows != stack.n_cols:
-            raise ValueError(f"the training kernels must be square; got {stack.n_rows} x {stack.n_cols}")
-        self.n_train_ = stack.n_rows
-        return stack
-
-    def _as_stack(self, arr: np.ndarray, training: bool = False) -> DenseStack:
-        # NaN/inf were refused by check_array; a non-symmetric training kernel is symmetrized with a warning
-        # (the SMO reads row i as column i), and an indefinite one is flagged.
-        if self.precomputed_layout_ == "samples_first":
-            arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
-        return DenseStack(check_kernel_matrices(arr, training=training) if training else arr)
-
-    def _cross_stack(self, X: Any) -> KernelStack:
-        if not self._precomputed:
-            X = validate_data(self, X, dtype=np.float64, reset=False)
-            return self.kernel_set_.cross_stack(X)
-        if isinstance(X, KernelStack):
-            return X
-        M, n_train = len(self.kernel_names_), self.n_train_
-        layout = getattr(self, "precomputed_layout_", "kernels_first")
-        if layout == "samples_first":
-            arr = validate_data(self, X, reset=False, **self._ARRAY_CHECKS)
-            arr = arr[:, :, None] if arr.ndim == 2 and M == 1 else arr
-            ok, shown = arr.ndim == 3 and arr.shape[1:] == (n_train, M), f"(n_test, {n_train}, {M})"
-        else:
-            arr = check_array(X, **self._ARRAY_CHECKS)
-            ok, shown = arr.ndim == 3 and (arr.shape[0], arr.shape[2]) == (M, n_train), f"({M}, n_test, {n_train})"
-        if not ok:
-            raise ValueError(f"with kernels='precomputed', X must hold the test x train kernels of shape {shown}, "
-                             f"the layout of the training kernels; got shape {arr.shape}")
-        return self._as_stack(arr)
+    def _kernel_set_options(self) -> dict[str, Any]:
+        return {"cache_size": self.cache_size}
 
     def decision_function(self, X: Any) -> np.ndarray:
         """Signed distance to the separating surface(s).
@@ -393,8 +299,7 @@ class MKLClassifier(ClassifierMixin, BaseEstimator):
         return load_model(path)
 
     def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self._precomputed
+        tags = super().__sklearn_tags__()  # pairwise in the precomputed mode: KernelInputMixin
         tags.classifier_tags.multi_label = True
         tags.target_tags.multi_output = True
         return tags

@@ -95,7 +95,7 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         """
         if Y is None:
             raise ValueError(f"{type(self).__name__} requires Y to be passed, but the target Y is None")
-        stack = self._fit_stack(X)
+        stack, _ = self._fit_stack(X)
         Y = check_label_matrix(Y, stack.n_rows)
         self.weights_ = np.full(stack.n_kernels, 1.0 / stack.n_kernels)
         K = stack.combine(self.weights_)

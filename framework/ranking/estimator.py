@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LinearRegression
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from multikernel import DenseStack, KernelStack, MKLClassifier, MKLProblem, create, get_registry
+from multikernel import DenseStack, KernelStack, MKLProblem, create, get_registry
+from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, signed_labels
 from multikernel.ranking.solver import pairless_samples, solve_mlr
 from multikernel.solve.smo import KernelColumns
-from multikernel.stack.kernelset import KernelSet
 
 __all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
 
@@ -81,49 +81,22 @@ def learn_thresholds(scores: np.ndarray, Ysign: np.ndarray, rule: str | float = 
 # --------------------------------------------------------------------------------------------------
 # kernels: the part shared with the one-vs-rest baselines
 # --------------------------------------------------------------------------------------------------
-class KernelRankerMixin:
+class KernelRankerMixin(KernelInputMixin):
     """Kernels from features (through :class:`~multikernel.stack.kernelset.KernelSet`) or precomputed, for rankers.
 
     The subclass stores ``kernels``, ``kernel_params``, ``normalize``, ``standardize``, ``kernel_dtype``,
     ``kernel_backend`` and ``memory_budget`` (its ``__init__`` parameters).  Precomputed kernels are taken exactly
-    as :class:`~multikernel.MKLClassifier` takes them (same layouts, checks and messages): its input handling is
-    reused, not copied.
+    as :class:`~multikernel.MKLClassifier` takes them (same layouts, checks and messages): both use
+    :class:`~multikernel.estimators.kernel_input.KernelInputMixin`.  ``kernels`` may also name one kernel builder.
     """
-
-    _ARRAY_CHECKS = MKLClassifier._ARRAY_CHECKS
-    _training_stack = MKLClassifier._training_stack
-    _cross_stack = MKLClassifier._cross_stack
-    _as_stack = MKLClassifier._as_stack
-
-    @property
-    def _precomputed(self) -> bool:
-        return isinstance(self.kernels, str) and self.kernels == "precomputed"
 
     def _builders(self, n_features: int) -> list:
         if isinstance(self.kernels, str) and self.kernels in get_registry().names("kernel"):
             return [create("kernel", self.kernels, **(self.kernel_params or {}))]
-        return MKLClassifier._builders(self, n_features)
-
-    def _fit_stack(self, X: Any) -> KernelStack:
-        """The training stack (and ``kernel_set_``, ``kernel_names_``, ``n_features_in_``)."""
-        if self.standardize and self._precomputed:
-            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
-        if self._precomputed:
-            stack = self._training_stack(X)
-            self.kernel_set_ = None
-            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
-            return stack
-        X = validate_data(self, X, dtype=np.float64)
-        self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize, dtype=self.kernel_dtype,
-                                     backend=self.kernel_backend, memory_budget=self.memory_budget,
-                                     standardize=self.standardize)
-        stack = self.kernel_set_.fit_stack(X)
-        self.kernel_names_ = self.kernel_set_.describe()
-        return stack
+        return super()._builders(n_features)
 
     def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()
-        tags.input_tags.pairwise = self._precomputed
+        tags = super().__sklearn_tags__()  # pairwise in the precomputed mode: KernelInputMixin
         tags.classifier_tags.multi_label = True
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
@@ -319,7 +292,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         self._check_params()
         if Y is None:
             raise ValueError(f"{type(self).__name__} requires Y to be passed, but the target Y is None")
-        stack = self._fit_stack(X)
+        stack, _ = self._fit_stack(X)
         Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
         pairless = pairless_samples(Ysign)
         if pairless.all():

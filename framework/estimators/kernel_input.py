@@ -1,0 +1,133 @@
+"""Kernels from features or precomputed: the input handling that every kernel estimator shares.
+
+:class:`KernelInputMixin` turns ``X`` into a training stack in ``fit`` and into a cross stack at prediction, so
+that :class:`~multikernel.MKLClassifier` and the other kernel estimators (the multi-label rankers) take the same
+inputs, with the same checks and messages: features through a :class:`~multikernel.stack.KernelSet` (standardized,
+kernels fitted on the training rows), or precomputed kernels in scikit-learn's pairwise layout
+(n_samples, n_train, n_kernels), the library's (n_kernels, n_samples, n_train), one (n_samples, n_train) kernel,
+or a :class:`~multikernel.stack.KernelStack`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.utils import check_array
+from sklearn.utils.validation import validate_data
+
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.registry import get_registry
+from multikernel.stack.kernelset import KernelSet
+from multikernel.stack.storage import DenseStack, KernelStack, check_kernel_matrices
+
+__all__ = ["KernelInputMixin"]
+
+
+class KernelInputMixin:
+    """Kernel input of an estimator whose parameters include ``kernels``, ``kernel_params``, ``normalize``,
+    ``standardize``, ``kernel_dtype``, ``kernel_backend`` and ``memory_budget``.
+
+    ``fit`` calls :meth:`_fit_stack`, prediction :meth:`_cross_stack`; a subclass passes further
+    :class:`~multikernel.stack.KernelSet` options through :meth:`_kernel_set_options`.
+    """
+
+    @property
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernels, str) and self.kernels == "precomputed"
+
+    def _kernel_set_options(self) -> dict[str, Any]:
+        return {}
+
+    def _builders(self, n_features: int) -> list[KernelBuilder]:
+        if isinstance(self.kernels, str):
+            family = get_registry().get("family", self.kernels)
+            return list(family(n_features, **(self.kernel_params or {})))
+        builders = list(self.kernels)
+        for b in builders:
+            if not isinstance(b, KernelBuilder):
+                raise TypeError(f"kernels must be a family name, 'precomputed' or a list of KernelBuilder "
+                                f"instances; got an element of type {type(b).__name__}")
+        return [clone(b) for b in builders]
+
+    def _fit_stack(self, X: Any, y: Any = None) -> tuple[KernelStack, Any]:
+        """The training stack and ``y`` (validated with ``X`` when given); sets ``kernel_set_``, ``kernel_names_``,
+        ``n_features_in_``."""
+        if self.standardize and self._precomputed:
+            raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
+        if self._precomputed:
+            if y is not None:
+                y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
+            stack = self._training_stack(X)
+            self.kernel_set_ = None
+            self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
+            return stack, y
+        if y is None:
+            X = validate_data(self, X, dtype=np.float64)
+        else:
+            X, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
+        self.kernel_set_ = KernelSet(self._builders(X.shape[1]), normalize=self.normalize, dtype=self.kernel_dtype,
+                                     backend=self.kernel_backend, memory_budget=self.memory_budget,
+                                     standardize=self.standardize, **self._kernel_set_options())
+        stack = self.kernel_set_.fit_stack(X)
+        self.kernel_names_ = self.kernel_set_.describe()
+        return stack, y
+
+    # Precomputed kernels go through scikit-learn's checks (NaN/inf, sparse, complex and empty input get its
+    # messages); n_features_in_ is the number of training samples, as for SVC(kernel="precomputed").
+    _ARRAY_CHECKS = {"allow_nd": True, "dtype": (np.float64, np.float32), "accept_sparse": False}
+
+    def _training_stack(self, X: Any) -> KernelStack:
+        if isinstance(X, KernelStack):
+            self.precomputed_layout_ = "stack"
+            stack = X
+        else:
+            arr = validate_data(self, X, reset=True, **self._ARRAY_CHECKS)
+            if arr.ndim == 2:
+                arr, self.precomputed_layout_ = arr[:, :, None], "samples_first"
+            elif arr.ndim == 3 and arr.shape[0] == arr.shape[1]:
+                self.precomputed_layout_ = "samples_first"
+            elif arr.ndim == 3 and arr.shape[1] == arr.shape[2]:
+                self.precomputed_layout_ = "kernels_first"
+            else:
+                raise ValueError(f"with kernels='precomputed', X must be the training kernels of shape "
+                                 f"(n_samples, n_samples, n_kernels), (n_kernels, n_samples, n_samples) or "
+                                 f"(n_samples, n_samples); got shape {arr.shape}")
+            stack = self._as_stack(arr, training=True)
+        if stack.n_rows != stack.n_cols:
+            raise ValueError(f"the training kernels must be square; got {stack.n_rows} x {stack.n_cols}")
+        self.n_train_ = stack.n_rows
+        return stack
+
+    def _as_stack(self, arr: np.ndarray, training: bool = False) -> DenseStack:
+        # NaN/inf were refused by check_array; a non-symmetric training kernel is symmetrized with a warning
+        # (the SMO reads row i as column i), and an indefinite one is flagged.
+        if self.precomputed_layout_ == "samples_first":
+            arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
+        return DenseStack(check_kernel_matrices(arr, training=training) if training else arr)
+
+    def _cross_stack(self, X: Any) -> KernelStack:
+        if not self._precomputed:
+            X = validate_data(self, X, dtype=np.float64, reset=False)
+            return self.kernel_set_.cross_stack(X)
+        if isinstance(X, KernelStack):
+            return X
+        M, n_train = len(self.kernel_names_), self.n_train_
+        layout = getattr(self, "precomputed_layout_", "kernels_first")
+        if layout == "samples_first":
+            arr = validate_data(self, X, reset=False, **self._ARRAY_CHECKS)
+            arr = arr[:, :, None] if arr.ndim == 2 and M == 1 else arr
+            ok, shown = arr.ndim == 3 and arr.shape[1:] == (n_train, M), f"(n_test, {n_train}, {M})"
+        else:
+            arr = check_array(X, **self._ARRAY_CHECKS)
+            ok, shown = arr.ndim == 3 and (arr.shape[0], arr.shape[2]) == (M, n_train), f"({M}, n_test, {n_train})"
+        if not ok:
+            raise ValueError(f"with kernels='precomputed', X must hold the test x train kernels of shape {shown}, "
+                             f"the layout of the training kernels; got shape {arr.shape}")
+        return self._as_stack(arr)
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.pairwise = self._precomputed
+        return tags
