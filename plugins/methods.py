@@ -60,6 +60,44 @@ METHODS = (
     ),
 )
 
+# The solver family of the Bucak thesis (spec chapter 2; issue 12): one page each in docs/methods.
+_BUCAK = "Bucak, Jin and Jain, Multiple Kernel Learning for Visual Object Recognition: A Review, IEEE TPAMI 2014"
+METHODS += (
+    Method(
+        name="mkl_silp", summary="L1-MKL by Sonnenburg's SILP: cutting planes, restricted master LP by HiGHS.",
+        loss="csvc", regularizer="simplex", solver="silp",
+        citation="Sonnenburg, Raetsch, Schaefer and Schoelkopf, Large Scale Multiple Kernel Learning, "
+                 "JMLR 7:1531-1565, 2006; " + _BUCAK + " (MKL-SIP).",
+    ),
+    Method(
+        name="mkl_md", summary="L1-MKL by entropic mirror descent (exponentiated gradient) with backtracking.",
+        loss="csvc", regularizer="simplex", solver="mirror_descent",
+        citation="Nath, Dinesh, Raman, Bhattacharyya, Ben-Tal and Ramakrishnan, On the Algorithmics and "
+                 "Applications of a Mixed-norm based Kernel Learning Formulation, NIPS 2009; Aflalo, Ben-Tal, "
+                 "Bhattacharyya, Nath and Raman, Variable Sparsity Kernel Learning, JMLR 12:565-592, 2011; "
+                 + _BUCAK + " (MKL-MD, VSKL).",
+    ),
+    Method(
+        name="mkl_gl", summary="L1-MKL by the group-lasso alternation: SVM, then mu_m = ||f_m|| / sum ||f|| "
+                               "(block coordinate descent; lp_ball gives the l_p version).",
+        loss="csvc", regularizer="simplex", solver="bcd",
+        citation="Xu, Jin, Yang, King and Lyu, Simple and Efficient Multiple Kernel Learning by Group Lasso, "
+                 "ICML 2010; " + _BUCAK + " (MKL-GL).",
+    ),
+    Method(
+        name="gmkl_l2", summary="GMKL: mu >= 0 with r(mu) = (c/2)||mu||^2 (c = 1), projected gradient + Armijo.",
+        loss="csvc", regularizer="gmkl_l2", solver="projected_gradient", regularizer_params={"c": 1.0},
+        citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",
+    ),
+    Method(
+        name="gmkl_elastic",
+        summary="GMKL: mu >= 0 with r(mu) = sigma'mu + (c/2)||mu||^2 (sigma = 1, c = 1), projected gradient + Armijo.",
+        loss="csvc", regularizer="gmkl_elastic", solver="projected_gradient",
+        regularizer_params={"sigma": 1.0, "c": 1.0},
+        citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",
+    ),
+)
+
 AVERAGE = METHODS[0]
 
 

@@ -526,8 +526,9 @@ def _penalty_tangent(reg: Regularizer, mu: np.ndarray) -> tuple[float, np.ndarra
     return float(reg.penalty(mu) - g @ mu), g
 
 
-def _polyhedral_cap(reg: Regularizer, n_kernels: int) -> float:
-    """The upper bound of every weight for the domains ``{sum mu = 1, 0 <= mu <= cap}``; else ValueError."""
+def _polyhedral_cap(reg: Regularizer, n_kernels: int, solver: str = "the level method") -> float:
+    """The upper bound of every weight for the domains ``{sum mu = 1, 0 <= mu <= cap}``; else ValueError
+    (naming ``solver``, the one that needs it)."""
     domain = getattr(reg, "domain", None)
     reg.check(n_kernels)
     if domain == "simplex":
@@ -536,7 +537,7 @@ def _polyhedral_cap(reg: Regularizer, n_kernels: int) -> float:
         return float(reg.cap(n_kernels))
     if domain == "point":
         return 1.0 / n_kernels
-    raise ValueError(f"the level method needs a polyhedral domain (simplex, box_simplex, uniform); "
+    raise ValueError(f"{solver} needs a polyhedral domain (simplex, box_simplex, uniform); "
                      f"{reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
 
 

@@ -24,8 +24,8 @@ from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, So
 from multikernel.errors import FitInterruptedWarning
 from multikernel.stack.combination import CombinedKernel
 
-__all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "start_point", "INNER_TOL_FLOOR",
-           "RESOLVABLE_GAP"]
+__all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point",
+           "INNER_TOL_FLOOR", "RESOLVABLE_GAP"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.
 INNER_TOL_FLOOR = 1e-9
@@ -231,6 +231,18 @@ class Stalled:
     reason: str
 
 
+@attrs.define(frozen=True)
+class Converged:
+    """A step that ends the solve because the solver's own (the original authors') stopping rule holds.
+
+    Only for rules a solver offers as an option beside the certified gap (SILP's relative LP gap, say); the
+    result then has ``converged=True`` like ``stopping="relative_change"``, and ``dual_gap`` is still the
+    certified gap reached.
+    """
+
+    reason: str
+
+
 class Evaluator:
     """Inner solves at given weights (warm-started) and the objective ``F = J + Omega`` they give.
 
@@ -324,8 +336,9 @@ class OuterSolver(Solver):
         return Evaluator(problem, loop)
 
     @abc.abstractmethod
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
-        """From the recorded iterate ``it`` to the next evaluated one, or :class:`Stalled`."""
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
+        """From the recorded iterate ``it`` to the next evaluated one, :class:`Stalled`, or :class:`Converged`
+        (the solver's own optional stopping rule holds)."""
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         self.check(problem)
@@ -337,6 +350,9 @@ class OuterSolver(Solver):
             it = evaluate(*start_point(problem, revive=self.revive))
             while not (converged := loop.record(it.mu, it.sol, it.q)) and loop.n_iter < problem.max_iter:
                 nxt = self.step(evaluate, it)
+                if isinstance(nxt, Converged):
+                    converged = True
+                    break
                 if isinstance(nxt, Stalled):
                     # Re-solve the same weights more precisely: at the tolerance the loop has already
                     # tightened to since this iterate was solved, or else at a tighter one.
