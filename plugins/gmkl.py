@@ -132,8 +132,10 @@ class GMKLElastic(Regularizer):
             nu[pos] = np.sqrt(ap / sp)
             return nu
         # The root of c x^3 + s x^2 = a lies below sqrt(a/s) and cbrt(a/c): each term alone reaches a there.
-        with np.errstate(divide="ignore"):
-            upper = np.minimum(np.where(sp > 0, np.sqrt(ap / sp), np.inf), np.cbrt(ap / c))
+        upper = np.cbrt(ap / c)
+        has = sp > 0
+        with np.errstate(over="ignore"):  # a tiny cost: the l2 root is the smaller one anyway
+            upper[has] = np.minimum(upper[has], np.sqrt(ap[has] / sp[has]))
 
         def f(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return c * x**3 + sp * x * x - ap, 3.0 * c * x * x + 2.0 * sp * x
@@ -191,9 +193,9 @@ class GMKLL2(GMKLElastic):
     sigma = 0.0
 
     def check(self, n_kernels: int) -> None:
-        super().check(n_kernels)
         if not self._c() > 0:
             raise ValueError(f"gmkl_l2 needs a positive c; got {self.c!r}")
+        super().check(n_kernels)
 
 
 @hookimpl

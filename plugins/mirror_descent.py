@@ -33,17 +33,23 @@ def entropic_prox(mu: np.ndarray, grad: np.ndarray, eta: float, cap: float = 1.0
     projection give ``x_m = min(cap, c w_m)`` with one scalar ``c``: the largest ``w`` are capped, and ``c``
     spreads the remaining mass over the others in proportion to ``w``.  Sorting ``w`` finds the number of capped
     weights, the smallest ``k`` with ``(1 - k cap) w_(k+1) / sum_{j>k} w_(j) <= cap``.  Zero weights stay zero
-    (the prox is multiplicative).
+    (the prox is multiplicative); positive weights stay positive (at least ``exp(-700)`` before the cap).
 
     Raises
     ------
     ValueError
         If the positive weights cannot carry the mass 1 under the cap (``cap * #positive < 1``).
     """
-    with np.errstate(divide="ignore"):
-        logw = np.log(mu) - eta * np.asarray(grad, dtype=np.float64)
+    pos = mu > 0
+    logw = np.full(len(mu), -np.inf)
+    logw[pos] = np.log(mu[pos]) - eta * np.asarray(grad, dtype=np.float64)[pos]
     top = float(np.max(logw))
-    w = np.exp(logw - top)  # the largest is 1; -inf (a zero weight) gives 0
+    # The largest is 1 and zero weights stay 0.  A positive weight is kept above exp(-700), the smallest that
+    # exp does not round to 0: once exactly zero, no multiplicative step could bring it back, and a long step
+    # on a flat objective (the backtracking doubles its step after each success) would otherwise zero kernels
+    # that the cap needs.
+    w = np.zeros(len(mu))
+    w[pos] = np.exp(np.maximum(logw[pos] - top, -700.0))
     if cap >= 1.0:
         return w / w.sum()
     n_pos = int(np.count_nonzero(w))

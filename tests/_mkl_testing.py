@@ -242,6 +242,11 @@ def cvx_dual_bound(reg: Regularizer, t: cp.Expression, M: int) -> tuple[cp.Expre
             return cp.max(t), []
         lam, s = cp.Variable(nonneg=True), cp.Variable(M, nonneg=True)
         return lam + cp.quad_over_lin(s, 4.0 * (1.0 - v) * lam), [s >= t - lam * v]
+    if name.startswith("gmkl_"):  # max_{nu >= 0} nu't - sigma'nu - c/2 ||nu||^2
+        sigma, c = reg._sigma(M), reg._c()
+        if c == 0:
+            return 0.0, [t <= sigma]
+        return cp.sum_squares(cp.pos(t - sigma)) / (2.0 * c), []
     raise ValueError(f"no cvxpy form for {name}")
 
 
@@ -288,6 +293,8 @@ def cvx_domain(reg: Regularizer, m: cp.Variable, M: int) -> list:
         return [m >= 0, cp.norm(m, float(reg.p)) <= 1]
     if reg.name == "elastic_net":
         return [m >= 0, reg.v * cp.sum(m) + (1 - reg.v) * cp.sum_squares(m) <= 1]
+    if reg.name.startswith("gmkl_"):
+        return [m >= 0]
     raise ValueError(f"no cvxpy form for {reg.name}")
 
 
@@ -295,6 +302,8 @@ def cvx_penalty(reg: Regularizer, m: cp.Variable) -> cp.Expression | float:
     """The penalty ``Omega`` of ``reg`` as a cvxpy expression."""
     if reg.name in ("simplex_l2", "simplex_power"):
         return reg.kappa() * cp.sum(cp.power(m, float(reg.p)))
+    if reg.name.startswith("gmkl_"):
+        return reg._sigma(m.shape[0]) @ m + 0.5 * reg._c() * cp.sum_squares(m)
     return 0.0
 
 
