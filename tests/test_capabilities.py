@@ -63,8 +63,8 @@ EXPECTED_OFFERS = {
                    C.STRONGLY_CONVEX},
     "simplex_power": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.SIMPLEX, C.POLYHEDRAL, C.CAP,
                       C.STRONGLY_CONVEX},
-    "lp_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT},
-    "l2_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT},
+    "lp_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL},
+    "l2_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL},
     "elastic_net": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT},
 }
 
@@ -101,7 +101,7 @@ def test_capabilities_are_derived_from_the_code():
     with pytest.raises(IncompatiblePartsError, match=r"No registered solver works with Bare \(an unregistered class\) "
                                                      r"\(bcd lacks closed_form; level lacks projection, polyhedral, "
                                                      r"cap; projected_gradient lacks projection; reduced_gradient "
-                                                     r"lacks simplex\)\."):
+                                                     r"lacks simplex; smo_mkl lacks lp_ball\)\."):
         check_compatible(Bare(), ProjectedGradient())
 
 
@@ -171,8 +171,9 @@ def test_estimator_refuses_an_impossible_pair(cancer):
         multikernel.MKLClassifier(method="lpmkl", solver="level").fit(X, y)
     message = str(info.value)
     assert message.startswith("solver 'level' cannot run with regularizer 'lp_ball', which lacks: polyhedral")
-    assert message.endswith("Solvers that work with 'lp_ball': bcd, projected_gradient.")
-    assert info.value.missing == {C.POLYHEDRAL, C.CAP} and info.value.alternatives == ("bcd", "projected_gradient")
+    assert message.endswith("Solvers that work with 'lp_ball': bcd, projected_gradient, smo_mkl.")
+    assert info.value.missing == {C.POLYHEDRAL, C.CAP}
+    assert info.value.alternatives == ("bcd", "projected_gradient", "smo_mkl")
     assert isinstance(info.value, PluginError)
     with pytest.raises(IncompatiblePartsError, match="lacks: simplex.*work with 'box_simplex': bcd, level, "
                                                      "projected_gradient"):
@@ -211,7 +212,7 @@ def test_cli_run_refuses_the_pair_with_exit_2(tmp_path, capsys):
     assert main(["run", "--quiet", str(path)]) == 2
     err = capsys.readouterr().err
     assert "solver 'level' cannot run with regularizer 'lp_ball'" in err
-    assert "Solvers that work with 'lp_ball': bcd, projected_gradient." in err
+    assert "Solvers that work with 'lp_ball': bcd, projected_gradient, smo_mkl." in err
 
 
 def test_cli_validate_refuses_the_pair_with_exit_2(tmp_path, capsys):

@@ -15,6 +15,8 @@ capability              offered when
 ``simplex``             ``domain == "simplex"``: the domain is the unit simplex ``{mu >= 0, sum mu = 1}``
 ``polyhedral``          ``domain`` is one of :data:`POLYHEDRAL_DOMAINS`: ``{sum mu = 1, 0 <= mu <= cap}``,
                         the domain the level method's linear programs describe
+``lp_ball``             ``domain == "lp_ball"``: the domain is ``{mu >= 0, ||mu||_p <= 1}`` and the instance
+                        has the exponent ``p`` (SMO-MKL needs the closed-form weights of this ball)
 ``cap``                 the cap of that domain is known: 1 for the simplex, ``1/M`` for the single point,
                         else the class defines ``cap(n_kernels)``
 ``strongly_convex``     :meth:`~multikernel.core.interfaces.Regularizer.strong_convexity` is positive for the
@@ -62,6 +64,7 @@ class Capability(str, enum.Enum):
     POLYHEDRAL = "polyhedral"
     CAP = "cap"
     STRONGLY_CONVEX = "strongly_convex"
+    LP_BALL = "lp_ball"
 
     def __str__(self) -> str:
         return self.value
@@ -80,6 +83,8 @@ _HOW = {
                            '{sum mu = 1, 0 <= mu <= cap}',
     Capability.CAP: "define cap(n_kernels), the upper bound of every weight",
     Capability.STRONGLY_CONVEX: "return a positive modulus from strong_convexity()",
+    Capability.LP_BALL: 'declare domain = "lp_ball" (with the exponent as attribute p) if the domain is '
+                        '{mu >= 0, ||mu||_p <= 1}',
 }
 
 
@@ -113,6 +118,8 @@ def offered_by(regularizer: Regularizer) -> frozenset[Capability]:
     domain = getattr(cls, "domain", "")
     if domain == "simplex":
         offered.add(Capability.SIMPLEX)
+    if domain == "lp_ball":
+        offered.add(Capability.LP_BALL)
     if domain in POLYHEDRAL_DOMAINS:
         offered.add(Capability.POLYHEDRAL)
         if domain in ("simplex", "point") or callable(getattr(cls, "cap", None)):

@@ -1,0 +1,352 @@
+"""SMO-MKL: lp-norm MKL solved by SMO over ``alpha`` alone (Vishwanathan, Sun, Theera-Ampornpunt and Varma,
+"Multiple Kernel Learning and the SMO Algorithm", NIPS 2010).
+
+For the lp ball ``D = {mu >= 0, ||mu||_p <= 1}`` with ``p > 1`` the inner maximum over the weights has a
+closed form: ``max_{mu in D} mu'q/2 = ||q||_{p*}/2`` (``1/p + 1/p* = 1``), attained at
+``mu_m = (q_m / ||q||_{p*})^{p*-1}``.  The MKL problem is then the single smooth concave maximisation
+
+    max_alpha  1'alpha - 1/2 ||q(alpha)||_{p*},    0 <= alpha <= C,  y'alpha = 0,
+
+which :mod:`multikernel._ext._smo_mkl` solves by SMO over pairs, with a safeguarded one-dimensional Newton
+step per pair (the objective along a pair is not quadratic) -- no SVM solve and no combined kernel at all,
+O(M n) per step.  Its value at any feasible ``alpha`` *is* the outer loop's certified lower bound; the upper
+bound is the C-SVC primal at ``mu(alpha)`` with the best bias, so the result carries the same certified
+duality gap as every other solver.
+
+Correspondence with the paper's parametrisation.  The paper regularises by ``lambda/2 ||d||_p^2`` (Tikhonov)
+where the library bounds ``||mu||_p <= 1`` (Ivanov); its dual is ``1'alpha - ||q||_{p*}^2 / (8 lambda)``
+with ``d_m = ||q||_{p*} (q_m/||q||_{p*})^{p*-1} / (2 lambda)``.  If ``(alpha, d, b)`` solves the paper's
+problem at ``(C, lambda)``, then with ``rho = ||d||_p = ||q(alpha)||_{p*} / (2 lambda)`` the library's lp-MKL
+at ``C' = rho C`` is solved by ``mu = d / rho``, ``alpha' = rho alpha`` and the same bias: the same decision
+function.  Both problems form one-parameter families (only ``C / lambda`` matters in the paper's), so the
+regularisation paths coincide; the map from ``C'`` to ``lambda`` is implicit (it goes through the solution).
+:func:`solve_lp_dual` solves either form (``lam=None``: the library's).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from multikernel._ext import _smo_mkl
+from multikernel.core.capabilities import Capability
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.interfaces import InnerSolution, LossBlocks, Method, MKLProblem, MKLResult, Solver
+from multikernel.solve.outer import OuterLoop, start_point
+from multikernel.solve.smo import QPResult
+from multikernel.solve.svm import InnerQP, _solution
+from multikernel.stack.combination import CombinedKernel
+from multikernel.stack.storage import DenseStack, KernelStack
+
+__all__ = ["SMOMKL", "lp_weights", "solve_lp_dual", "KKT_FLOOR"]
+
+#: The finest KKT tolerance of the SMO steps.  Finer than the inner SVMs' floor
+#: (:data:`~multikernel.solve.outer.INNER_TOL_FLOOR`): at large C a KKT violation of 1e-9 still leaves relative
+#: gaps near 1e-7, and the steps here cost O(M n), not a kernel combination.
+KKT_FLOOR = 1e-12
+
+
+def _dual_exponent(p: float) -> float:
+    """``p* = p / (p - 1)`` for ``1 < p <= inf``."""
+    return 1.0 if math.isinf(p) else p / (p - 1.0)
+
+
+def lp_weights(q: np.ndarray, p: float) -> tuple[float, np.ndarray]:
+    """``N = ||q||_{p*}`` and the lp-ball weights ``mu_m = (q_m / N)^{p*-1}`` that attain ``mu'q = N``.
+
+    ``q = 0`` gives the uniform point of the unit sphere, ``M^{-1/p}``.
+    """
+    q = np.maximum(np.asarray(q, dtype=np.float64), 0.0)
+    r = _dual_exponent(p)
+    top = float(q.max()) if q.size else 0.0
+    if top <= 0.0:
+        return 0.0, np.full(len(q), 1.0 if math.isinf(p) else len(q) ** (-1.0 / p))
+    if r == 1.0:
+        return float(q.sum()), np.ones(len(q))
+    N = top * float(np.sum((q / top) ** r)) ** (1.0 / r)
+    return N, (q / N) ** (r - 1.0)
+
+
+def _dense_kernels(stack: KernelStack) -> np.ndarray:
+    """The (M, n, n) C-contiguous array the Cython loop reads (a subset view is copied once)."""
+    if not isinstance(stack, DenseStack):
+        raise ValueError(f"smo_mkl reads rows of every base kernel and needs them in memory or memory-mapped "
+                         f"(a DenseStack or MemmapStack); got a {type(stack).__name__}. Use "
+                         f"KernelSet(..., backend='dense' or 'memmap'), or an outer solver that only combines kernels "
+                         f"('bcd' or 'projected_gradient')")
+    dense = stack.materialize()
+    if dense.n_rows != dense.n_cols:
+        raise ValueError("smo_mkl needs the square training stack")
+    return dense.data
+
+
+def _kernel_products(K: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """``U[m] = K_m coef`` for every kernel, over the support of ``coef`` only, in float64."""
+    support = np.flatnonzero(coef)
+    U = np.zeros((K.shape[0], K.shape[1]))
+    for m in range(K.shape[0]):
+        U[m] = K[m][:, support] @ coef[support]
+    return U
+
+
+def _best_bias(f: np.ndarray, y: np.ndarray, C: np.ndarray) -> float:
+    """The bias minimising ``sum_i C_i max(0, 1 - y_i (f_i + b))``: a weighted median of ``y_i - f_i``.
+
+    The slope in ``b`` just above the k-th smallest breakpoint is ``C`` of the negatives up to it minus ``C``
+    of the positives after it; the minimum is at the first breakpoint where it turns non-negative.
+    """
+    beta = y - f
+    order = np.argsort(beta, kind="stable")
+    neg = np.where(y[order] < 0, C[order], 0.0)
+    pos = np.where(y[order] > 0, C[order], 0.0)
+    slope = np.cumsum(neg) - (pos.sum() - np.cumsum(pos))
+    k = int(np.argmax(slope >= 0.0))
+    return float(beta[order[k]])
+
+
+class _State:
+    """The SMO-MKL iterate: ``alpha``, ``U = [K_m (y*alpha)]`` and the Cython loop's work buffers."""
+
+    def __init__(self, K: np.ndarray, y: np.ndarray, C: np.ndarray, alpha: np.ndarray, p: float,
+                 lam: float | None) -> None:
+        self.K, self.y, self.C, self.p = K, y, C, p
+        self.r = _dual_exponent(p)
+        # The objective 1'a - c N^s: the library's lp ball (s = 1), or the paper's squared norm (s = 2).
+        self.s, self.c = (1, 0.5) if lam is None else (2, 1.0 / (8.0 * lam))
+        self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        self.refresh()
+        self.q = np.zeros(K.shape[0])
+        self.F = np.zeros(K.shape[1])
+        self.n_steps = 0
+        self.newton_iterations = 0
+
+    def refresh(self) -> None:
+        """``U`` recomputed from the kernels (removes the rounding of the incremental updates)."""
+        self.U = np.ascontiguousarray(_kernel_products(self.K, self.y * self.alpha))
+
+    def run(self, eps: float, max_steps: int) -> tuple[float, bool]:
+        """At most ``max_steps`` SMO steps, stopping at KKT violation ``eps``: (violation, converged)."""
+        steps, violation, converged, interrupted, newton = _smo_mkl.solve(
+            self.K, self.y, self.C, self.alpha, self.U, self.q, self.F, self.r, self.c, self.s, eps, max_steps)
+        self.n_steps += steps
+        self.newton_iterations += newton
+        if interrupted:
+            raise KeyboardInterrupt(f"SMO-MKL interrupted after {self.n_steps} steps")
+        return violation, converged
+
+    def evaluate(self, qp: InnerQP) -> tuple[np.ndarray, InnerSolution, np.ndarray]:
+        """The weights ``mu(alpha)``, the C-SVC solution at ``mu`` (both objectives) and ``q(alpha)``.
+
+        ``f = K(mu) coef = sum_m mu_m U[m]``; the primal uses the best bias for ``f``, so it is the C-SVC
+        primal objective at the classifier ``(mu, coef, b)``: an upper bound of the MKL optimum.
+        """
+        coef = self.y * self.alpha
+        q = self.U @ coef
+        _, mu = lp_weights(q, self.p)
+        f = mu @ self.U
+        b = _best_bias(f, self.y, self.C)
+        res = QPResult(alpha=self.alpha.copy(), objective=math.nan, gradient=self.y * f - 1.0, bias=b, rho=0.0,
+                       kkt_violation=math.nan, n_iter=self.n_steps, converged=True)
+        return mu, _solution(qp, res, len(coef)), q
+
+
+def _feasible(alpha: np.ndarray, y: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """``alpha`` clipped to ``[0, C]`` with the larger class total scaled down so that ``y'alpha = 0``."""
+    a = np.clip(np.asarray(alpha, dtype=np.float64), 0.0, C)
+    pos, neg = float(a[y > 0].sum()), float(a[y < 0].sum())
+    if pos > neg:
+        a[y > 0] *= neg / pos
+    elif neg > pos:
+        a[y < 0] *= pos / neg
+    return a
+
+
+def _csvc_blocks(problem: MKLProblem) -> tuple[np.ndarray, np.ndarray, InnerQP]:
+    """Labels, per-sample ``C`` and the C-SVC inner problem; ValueError for anything else."""
+    inner = problem.inner
+    loss = getattr(inner, "loss", None)
+    if not isinstance(inner, LossBlocks) or getattr(loss, "form", None) != "csvc":
+        raise ValueError("smo_mkl solves the C-SVC inner problem (loss='csvc') of one binary problem; got "
+                         f"{'a custom inner problem' if not isinstance(inner, LossBlocks) else repr(loss.name)}. "
+                         "Use 'bcd' or 'projected_gradient' for other losses and tasks")
+    if inner.targets.ndim != 1:
+        raise ValueError("smo_mkl solves one binary problem; for several blocks sharing the weights "
+                         "(multi-class or multi-label) use 'bcd' or 'projected_gradient'")
+    qp = loss.problem(inner.targets)
+    y = np.asarray(qp.y, dtype=np.float64)
+    C = np.ascontiguousarray(np.broadcast_to(np.asarray(qp.upper, dtype=np.float64), y.shape))
+    return y, C, qp
+
+
+def _check_p(p: float) -> float:
+    if not p > 1.0:
+        raise ValueError(f"smo_mkl needs p > 1 (the weights are a smooth function of alpha only then); got "
+                         f"p={p!r}. For p = 1 (L1-MKL) use the 'level', 'reduced_gradient' or 'bcd' solver")
+    return float(p)
+
+
+class SMOMKL(Solver):
+    """SMO-MKL (Vishwanathan et al. 2010): lp-MKL (``p > 1``) by SMO on the dual over ``alpha`` alone.
+
+    The weights are the closed-form function ``mu_m(alpha) = (q_m/||q||_{p*})^{p*-1}`` of ``alpha``, and the
+    dual ``1'alpha - ||q(alpha)||_{p*}/2`` is maximised by SMO over pairs ``(i, j)``, chosen by the
+    second-order rule, with a safeguarded one-dimensional Newton step (see :mod:`multikernel._ext._smo_mkl`).
+    Every ``steps_per_round`` steps (one outer "iteration") the iterate is certified by
+    :class:`~multikernel.solve.outer.OuterLoop` -- lower bound ``1'alpha - dual_bound(q/2)``, upper bound the
+    C-SVC primal at ``mu(alpha)`` with the best bias -- so ``tol``, ``max_iter`` (rounds), the warning that
+    states the gap reached and Ctrl-C (the best certified iterate) behave as for every solver.  A round stops
+    early when the KKT violation is below the inner tolerance; the tolerance is tightened (down to
+    :data:`KKT_FLOOR`) while the certified gap is above ``tol``.  The final
+    iterate is certified again from kernel products recomputed from the stack.
+
+    Warm start: ``warm_start.alpha`` (made feasible), else an SVM at the warm weights (projected onto the lp
+    ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1``, the
+    ``csvc`` loss on one binary problem, and the kernels in memory (a dense or memory-mapped stack).
+
+    Parameters
+    ----------
+    steps_per_round : int, optional
+        SMO steps between two certificates; by default the number of training points (at least 100).
+    """
+
+    name = "smo_mkl"
+    requires = frozenset({Capability.LP_BALL})
+
+    def __init__(self, steps_per_round: int | None = None) -> None:
+        self.steps_per_round = steps_per_round
+
+    def check(self, problem: MKLProblem) -> None:
+        reg = problem.regularizer
+        if getattr(reg, "domain", None) != "lp_ball":
+            raise ValueError(f"smo_mkl needs the lp-ball regularizer ('lp_ball' or 'l2_ball'); {reg.name!r} is "
+                             f"not one. `multikernel plugins` lists the solvers for the others")
+        reg.check(problem.stack.n_kernels)
+        _check_p(float(reg.p))
+        if self.steps_per_round is not None and not (
+                isinstance(self.steps_per_round, int | np.integer) and self.steps_per_round >= 1):
+            raise ValueError(f"steps_per_round must be a positive integer or None; got {self.steps_per_round!r}")
+        _csvc_blocks(problem)
+
+    def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check(problem)
+        y, C, qp = _csvc_blocks(problem)
+        K = _dense_kernels(problem.stack)
+        n = len(y)
+        per_round = self.steps_per_round or max(n, 100)
+        loop = OuterLoop(problem)
+        converged = interrupted = False
+        reason = None
+        try:
+            state = _State(K, y, C, self._start(problem, y, C), float(problem.regularizer.p), None)
+            loop.record(*state.evaluate(qp))  # the starting point's certificate
+            eps = loop.inner_tol
+            while not loop.met and loop.n_iter < problem.max_iter:
+                # The loop tightens its inner tolerance when the gap at mu(alpha) is large against tol.
+                eps = min(eps, loop.inner_tol)
+                _, kkt_met = state.run(eps, per_round)
+                if loop.record(*state.evaluate(qp)):
+                    # Certify again from kernel products recomputed from the stack.
+                    state.refresh()
+                    converged = loop.record(*state.evaluate(qp))
+                    if converged:
+                        break
+                elif kkt_met:
+                    if eps <= KKT_FLOOR:
+                        reason = (f"the SMO steps reached the finest KKT tolerance ({KKT_FLOOR:g}) without "
+                                  "closing the gap")
+                        break
+                    eps = max(0.1 * eps, KKT_FLOOR)
+            converged = converged or loop.met
+        except KeyboardInterrupt:
+            interrupted = True
+        res = loop.result(converged, interrupted, reason, solver=self.name)
+        return res
+
+    @staticmethod
+    def _start(problem: MKLProblem, y: np.ndarray, C: np.ndarray) -> np.ndarray:
+        warm = problem.warm_start
+        if warm is None:
+            return np.zeros(len(y))
+        if np.shape(warm.alpha) == (len(y),):
+            return _feasible(warm.alpha, y, C)
+        mu, _ = start_point(problem)
+        sol = problem.solve_inner(CombinedKernel(problem.stack)(mu), None, problem.inner_tol)
+        return _feasible(sol.alpha, y, C)
+
+
+def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float, lam: float | None = None,
+                  eps: float = 1e-8, max_steps: int = 10**6, alpha0: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, float]:
+    """SMO-MKL on a kernel array: the library's lp-MKL dual, or the paper's squared-norm form.
+
+    Parameters
+    ----------
+    Ks : ndarray of shape (M, n, n)
+        The kernels.
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    C : float or ndarray of shape (n,)
+        The cost.
+    p : float
+        ``p > 1`` (``inf`` allowed).
+    lam : float, optional
+        ``None``: maximise ``1'alpha - ||q||_{p*}/2`` (weights ``mu`` in the unit lp ball).  A positive
+        number: the paper's ``1'alpha - ||q||_{p*}^2/(8 lam)`` (weights ``d = ||q||_{p*} mu / (2 lam)``).
+    eps : float
+        KKT tolerance of the SMO.
+    max_steps : int
+        Step limit.
+    alpha0 : ndarray of shape (n,), optional
+        Starting point (made feasible).
+
+    Returns
+    -------
+    alpha : ndarray of shape (n,)
+    weights : ndarray of shape (M,)
+        ``mu`` (``lam=None``) or the paper's ``d``.
+    bias : float
+        The best bias of the decision function ``sum_m weights_m K_m (y*alpha) + b``.
+    """
+    Ks = np.ascontiguousarray(Ks)
+    if Ks.dtype not in (np.float32, np.float64):
+        Ks = Ks.astype(np.float64)
+    if Ks.ndim != 3 or Ks.shape[1] != Ks.shape[2]:
+        raise ValueError(f"Ks must have shape (M, n, n); got {Ks.shape}")
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != (Ks.shape[1],) or not np.isin(y, (-1.0, 1.0)).all() or not ((y > 0).any() and (y < 0).any()):
+        raise ValueError(f"y must hold labels -1 and +1 (both classes) for the {Ks.shape[1]} points")
+    Cv = np.ascontiguousarray(np.broadcast_to(np.asarray(C, dtype=np.float64), y.shape))
+    if not (np.isfinite(Cv).all() and (Cv > 0).all()):
+        raise ValueError(f"C must be positive and finite; got {C!r}")
+    p = _check_p(float(p))
+    if lam is not None and not (float(lam) > 0 and math.isfinite(lam)):
+        raise ValueError(f"lam must be a positive number or None; got {lam!r}")
+    start = np.zeros(len(y)) if alpha0 is None else _feasible(alpha0, y, Cv)
+    state = _State(Ks, y, Cv, start, p, lam)
+    state.run(eps, max_steps)
+    state.refresh()
+    coef = y * state.alpha
+    q = state.U @ coef
+    N, mu = lp_weights(q, p)
+    weights = mu if lam is None else N * mu / (2.0 * lam)
+    return state.alpha, weights, _best_bias(weights @ state.U, y, Cv)
+
+
+METHOD = Method(
+    name="smo_mkl",
+    summary="Lp-MKL (default p = 4/3) by SMO-MKL: SMO over alpha with the weights in closed form, no SVM solves.",
+    loss="csvc", regularizer="lp_ball", solver="smo_mkl", regularizer_params={"p": 4.0 / 3.0},
+    citation="Vishwanathan, Sun, Theera-Ampornpunt and Varma, Multiple Kernel Learning and the SMO Algorithm, "
+             "NIPS 2010; Kloft, Brefeld, Sonnenburg and Zien, JMLR 12:953-997, 2011 (lp-MKL).",
+)
+
+
+@hookimpl
+def multikernel_solvers() -> dict[str, type[Solver]]:
+    return {SMOMKL.name: SMOMKL}
+
+
+@hookimpl
+def multikernel_methods() -> dict[str, Method]:
+    return {METHOD.name: METHOD}
