@@ -44,7 +44,7 @@ from multikernel.plugins.regularizers import (
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
 PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
-           "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l2", "gmkl_elastic"]  # the last five: issue 12
+           "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last six: issue 12
 
 
 def test_the_presets_are_all_tested():
