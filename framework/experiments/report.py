@@ -216,6 +216,30 @@ def _paths_md(paths: Sequence[dict[str, Any]], threshold: float) -> list[str]:
     return lines
 
 
+def _tasks_md(summary: dict[str, Any]) -> list[str]:
+    """The tables of a task experiment: one per data set and setting, estimators by measure (mean ± sd)."""
+    t = summary["tasks"]
+    lines = [f"## Task: {t['kind']} ({t['description']})", "",
+             f"Mean ± sample standard deviation over the units (repeats x folds); grid points chosen by "
+             f"{t['select_by']}.", ""]
+    for ds, rows in t["table"].items():
+        for setting, row in rows.items():
+            title = ds if setting == "-" else f"{ds}, {setting}"
+            lines += [f"### {title}", "", "| estimator | units | " + " | ".join(t["measures"]) + " | fit time (s) |",
+                      "|---|---|" + "---|" * (len(t["measures"]) + 1)]
+            for label in t["estimators"]:
+                cell = row.get(label)
+                if cell is None:
+                    lines.append(f"| {label} | 0 | " + " | ".join("n/a" for _ in t["measures"]) + " | n/a |")
+                    continue
+                shown = [f"{cell[m]:.4f}" + (f" ± {cell[f'{m}_std']:.4f}" if cell["units"] > 1 else "")
+                         for m in t["measures"]]
+                lines.append(f"| {label} | {cell['units']} | " + " | ".join(shown)
+                             + f" | {cell['fit_time_mean']:.2f} |")
+            lines.append("")
+    return lines
+
+
 def markdown_report(summary: dict[str, Any]) -> str:
     """The Markdown page of an experiment summary (tables, then the figures that were written)."""
     lines = [f"# Experiment `{summary['name']}`", ""]
@@ -226,6 +250,8 @@ def markdown_report(summary: dict[str, Any]) -> str:
     if summary.get("errors"):
         lines += ["**Failed units** (rerun to retry):", ""] + [f"- `{e['key']}`: {e['error']}"
                                                               for e in summary["errors"]] + [""]
+    if summary.get("tasks"):
+        lines += _tasks_md(summary)
     if summary.get("benchmark"):
         lines += _benchmark_md(summary["benchmark"], summary["data"]) + [""]
     if summary.get("noisy_kernels"):
