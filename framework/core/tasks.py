@@ -14,8 +14,8 @@ kind                 convention
 multilabel_ranking   ``fit(X, Y)``, ``Y`` a 0/1 indicator matrix (``NaN`` = unknown); ``decision_function(X)``
                      one score per label
 ssl                  ``fit(X, y)`` on every sample, ``y == -1`` for the unlabelled ones (scikit-learn's
-                     semi-supervised convention, classes encoded 0 / 1); ``transduction_`` if it has one,
-                     else ``predict(X)``
+                     semi-supervised convention, classes encoded 0, 1, ...); ``transduction_`` if it labels
+                     every sample, else ``predict(X)``
 mil                  ``fit(X, y, bags)`` (instances, one label per instance constant in its bag, a bag id per
                      instance); ``predict(X, bags)`` one label per bag in the order of ``np.unique(bags)``
 clustering           ``fit_predict(X)``

@@ -214,8 +214,11 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
         given = np.full(data.n_samples, -1, dtype=np.int64)
         given[train] = codes[train]
         estimator.fit(X, given)
+        # The transductive labels when the estimator gives them for every test sample (SelfTrainingClassifier's
+        # transduction_ keeps -1 for the samples it never labelled): else its inductive predictions.
         found = getattr(estimator, "transduction_", None)
-        predicted = np.asarray(found)[test] if found is not None else estimator.predict(X[test])
+        found = None if found is None else np.asarray(found)[test]
+        predicted = found if found is not None and not np.any(found == -1) else estimator.predict(X[test])
         return {"accuracy": float(np.mean(np.asarray(predicted) == codes[test]))}
     if kind == "mil":
         estimator.fit(X[train], data.y[train], data.groups[train])
