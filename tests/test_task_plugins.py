@@ -377,3 +377,17 @@ def test_labeled_part_is_the_classifier_on_the_labelled_samples():
     np.testing.assert_array_equal(ours.predict(X), reference.predict(X))
     with pytest.raises(ValueError, match="every sample is unlabelled"):
         LabeledPart(SVC()).fit(X, np.full(40, -1))
+
+
+def test_platt_ranker_with_a_label_of_one_positive():
+    # Regression (found by the probe fits of validate on yeast): the sigmoid of a label with one relevant sample
+    # is fitted on the training decision values, and the precomputed kernel is not cut to a CV fold.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 3))
+    Y = np.zeros((30, 2))
+    Y[:15, 0] = 1
+    Y[15:, 1] = 1
+    Y[0, 1] = 1
+    Y = np.column_stack([Y, np.eye(30)[0]])  # a third label, relevant for one sample only
+    scores = OneVsRestRanker(platt=True).fit(X, Y).decision_function(X)
+    assert scores.shape == (30, 3) and np.all((scores >= 0) & (scores <= 1))
