@@ -323,6 +323,8 @@ def test_tiny_ranking_config_end_to_end(files, capsys):
     assert all(u["best_params"]["C"] in (0.1, 1.0) and len(u["cv_scores"]) == 2 for u in units
                if u["method"] == "mlr_l1")
     assert "| mlr_l1 | 2 |" in (files / "out" / "results.md").read_text()
+    assert summary["figures"] == ["figures/missing_toy.png"]
+    assert (files / "out" / "figures" / "missing_toy.png").is_file()
     # resumable: a rerun finds every unit finished and fits nothing
     assert main(["experiment", str(config), "-q"]) == 0
     assert len((files / "out" / UNITS_FILE).read_text().splitlines()) == 12

@@ -353,6 +353,26 @@ def make_figures(summary: dict[str, Any], directory: Path) -> tuple[list[str], s
         ax2.legend(fontsize="x-small", loc="upper right")
         ax.set_title(f"{p['method']} on {p['dataset']}: weights along {p['param']}")
         save(fig, f"path_{i}_{_slug(p['label'])}.png")
+    t = summary.get("tasks")
+    if t and t["kind"] == "multilabel_ranking":
+        # the missing-label protocol: the selection measure against the fraction of relevant labels removed
+        measure = t["select_by"]
+        for ds, rows in t["table"].items():
+            if len(rows) < 2 or not any(rows.values()):
+                continue
+            fig = Figure(figsize=(6, 4))
+            ax = fig.add_subplot()
+            for label in t["estimators"]:
+                pts = [(float(setting.split("=")[1]), row[label][measure], row[label][f"{measure}_std"])
+                       for setting, row in rows.items() if label in row]
+                if pts:
+                    x, y, e = zip(*pts, strict=True)
+                    ax.errorbar(x, y, yerr=e, marker="o", capsize=2, label=label)
+            ax.set_xlabel("fraction of each training sample's relevant labels removed")
+            ax.set_ylabel(measure)
+            ax.set_title(f"missing labels: {ds}")
+            ax.legend(fontsize="small")
+            save(fig, f"missing_{_slug(ds)}.png")
     return written, ""
 
 
