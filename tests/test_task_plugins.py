@@ -393,3 +393,50 @@ def test_platt_ranker_with_a_label_of_one_positive():
     Y = np.column_stack([Y, np.eye(30)[0]])  # a third label, relevant for one sample only
     scores = OneVsRestRanker(platt=True).fit(X, Y).decision_function(X)
     assert scores.shape == (30, 3) and np.all((scores >= 0) & (scores <= 1))
+
+
+SSL = """
+[experiment]
+output = "out"
+repeats = 2
+cv_folds = 2
+
+[task]
+kind = "ssl"
+labeled = [8]
+
+[[datasets]]
+name = "g241c"
+source = "g241c"
+params = { n_samples = 80, n_features = 5 }
+
+[[estimators]]
+name = "ssl_svm"
+grid = { C = [1.0, 100.0] }
+
+[[estimators]]
+name = "label_spreading"
+
+[[estimators]]
+name = "iokl_ssl"
+params = { max_iter = 2 }
+"""
+
+
+def test_tiny_ssl_config_with_a_grid(tmp_path):
+    summary = run_experiment(_config(tmp_path, SSL), progress=False)
+    assert summary["errors"] == [] and summary["finished_units"] == 6
+    row = summary["tasks"]["table"]["g241c"]["labeled=8"]
+    assert set(row) == {"ssl_svm", "label_spreading", "iokl_ssl"}
+    for unit in summary["units"]:
+        assert unit["n_train"] == 8 and unit["n_test"] == 72 and 0.0 <= unit["accuracy"] <= 1.0
+        assert ("cv_scores" in unit) == (unit["method"] == "ssl_svm")
+    too_few = _config(tmp_path, SSL.replace("labeled = [8]", "labeled = [2]"))
+    with pytest.raises(ConfigError, match=r"task\.labeled\[0\]: 2 labelled samples, one of each class: no "
+                                          r"cross-validation can choose grid points; label at least 3"):
+        run_experiment(too_few)
+    clustering = _config(tmp_path, SSL.replace('kind = "ssl"', 'kind = "clustering"').replace(
+        "labeled = [8]", "").replace('name = "ssl_svm"', 'name = "kmeans"').replace("C = [1.0, 100.0]",
+                                                                                   "n_init = [1, 10]"))
+    with pytest.raises(ConfigError, match=r"estimators\[0\]\.grid\.n_init: 2 values but clustering has no labels"):
+        run_experiment(clustering)

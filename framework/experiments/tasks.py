@@ -246,7 +246,7 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
 # checks (multikernel validate, and run/experiment before fitting)
 # --------------------------------------------------------------------------------------------------
 def _check_kind(kind: str, data: TaskData, ds: DatasetSpec, task: TaskSettings, settings: ExperimentSettings,
-                path: str) -> None:
+                path: str, searched: bool = False) -> None:
     """The data suit the task kind; else a :class:`ConfigError` at ``path`` (the data set entry)."""
     where = f"{path}.source"
     y = data.y
@@ -289,6 +289,10 @@ def _check_kind(kind: str, data: TaskData, ds: DatasetSpec, task: TaskSettings, 
             if not len(counts) <= n < data.n_samples:
                 raise ConfigError(f"{n} labelled samples of {data.n_samples}: need at least one per class and an "
                                   f"unlabelled sample", f"task.labeled[{j}]")
+            if searched and n <= len(counts):
+                raise ConfigError(f"{n} labelled samples, one of each class: no cross-validation can choose grid "
+                                  f"points; label at least {len(counts) + 1}, or give each estimator one value",
+                                  f"task.labeled[{j}]")
     elif kind != "clustering":
         need = max(task.folds, settings.cv_folds)
         if need >= 2 and counts.min() < need:
@@ -401,7 +405,8 @@ def check_task_experiment(config: ExperimentConfig) -> dict[str, TaskData]:
         data[ds.name] = load_task_data(ds.source, format=ds.format, params=ds.params, features=ds.features,
                                        privileged=ds.privileged, classes=ds.classes, positive=ds.positive,
                                        seed=ex.seed, path=path)
-        _check_kind(task.kind, data[ds.name], ds, task, ex, path)
+        searched = any(len(_grid_points(e.grid)) > 1 for e in config.estimators)
+        _check_kind(task.kind, data[ds.name], ds, task, ex, path, searched)
     if task.select_by is not None and task.select_by not in dict(MEASURES[task.kind]):
         raise ConfigError(f"{task.select_by!r} is not a measure of {task.kind} tasks; measures: "
                           f"{', '.join(m for m, _ in MEASURES[task.kind])}", "task.select_by")
@@ -451,8 +456,11 @@ def plan_task_units(config: ExperimentConfig, data: dict[str, TaskData],
     task, ex = config.task, config.experiment
     assert task is not None
     out: list[UnitTask] = []
+    # The unit's own setting enters its fingerprint, not the list of settings: adding a missing fraction or a
+    # number of labelled samples keeps the finished units of the others.
     protocol = {"seed": ex.seed, "test_fraction": ex.test_fraction, "cv_folds": ex.cv_folds,
-                "preprocessing": attrs.asdict(config.preprocessing), "task": attrs.asdict(task)}
+                "preprocessing": attrs.asdict(config.preprocessing),
+                "task": {k: v for k, v in attrs.asdict(task).items() if k not in ("missing", "labeled")}}
     for ds in config.datasets:
         d = data[ds.name]
         extra = d.X if d.groups is None else np.hstack([d.X.reshape(len(d.X), -1), np.unique(
@@ -480,11 +488,18 @@ def _cv_scores(task: TaskSettings, entry: TaskEstimator, spec: EstimatorSpec, po
     """The selection measure of every grid point on every inner fold of the training part (points x folds)."""
     measure, _ = selection_measure(task)
     if task.kind == "ssl":
-        # hide one fold of the labelled samples at a time; every other sample stays unlabelled
-        inner = list(StratifiedKFold(min(settings.cv_folds, int(np.unique(data.y[train], return_counts=True)[1]
-                                                                 .min())), shuffle=True, random_state=seed)
-                     .split(train, data.y[train]))
-        folds = [(train[a], train[b]) for a, b in inner]
+        # Hide one fold of the labelled samples at a time (every other sample stays unlabelled).  A class with a
+        # single labelled sample keeps it labelled in every fold: the random draw guarantees only one per class.
+        classes, counts = np.unique(data.y[train], return_counts=True)
+        kept = np.isin(data.y[train], classes[counts < 2])
+        movable = train[~kept]
+        if len(movable) == 0:
+            raise ValueError(f"{len(train)} labelled samples, one of each class: no cross-validation can choose a "
+                             f"grid point (label more samples, or give the estimator one value)")
+        inner = StratifiedKFold(min(settings.cv_folds, int(counts[counts >= 2].min())), shuffle=True,
+                                random_state=seed)
+        folds = [(np.sort(np.r_[train[kept], movable[a]]), movable[b])
+                 for a, b in inner.split(movable, data.y[movable])]
     else:
         folds = _folds(task.kind, data, train, settings.cv_folds, seed)
     scores = np.empty((len(points), len(folds)))
