@@ -24,6 +24,7 @@ from multikernel.core.interfaces import (
     Solver,
 )
 from multikernel.core.registry import get_registry, register_plugin
+from multikernel.core.tasks import TASK_KINDS, TaskEstimator
 from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
@@ -65,6 +66,8 @@ __all__ = [
     "Regularizer",
     "Solver",
     "Method",
+    "TaskEstimator",
+    "TASK_KINDS",
     "InnerProblem",
     "InnerSolution",
     "LossBlocks",
@@ -84,7 +87,8 @@ __all__ = [
 
 
 def create(kind: str, name: str, **params):  # noqa: ANN201 (returns the plugin's own type)
-    """Instantiate a registered plugin: ``create("regularizer", "box_simplex", theta=0.2)``."""
+    """Instantiate a registered plugin: ``create("regularizer", "box_simplex", theta=0.2)``; a task estimator by
+    name with its defaults overridden: ``create("estimator", "mlr_gl", C=10)``."""
     return get_registry().create(kind, name, **params)
 
 

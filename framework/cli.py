@@ -45,7 +45,8 @@ def _parser() -> argparse.ArgumentParser:
                                      "keys, values, plugin names, kernel parameters, every grid point, the data.")
     val.add_argument("config", nargs="?", type=Path, help="a run or experiment TOML file")
 
-    plugins = sub.add_parser("plugins", help="list every registered plugin by kind, with its origin package")
+    plugins = sub.add_parser("plugins", help="list every registered plugin by kind (task estimators with their task "
+                                             "kind), with its origin package")
     plugins.add_argument("--json", action="store_true", help="print the list as JSON")
 
     cfg = sub.add_parser("show-config", help="print a config (the default without CONFIG) as complete TOML, with "
@@ -103,7 +104,7 @@ def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
     from multikernel.experiments.runner import check_experiment, plan_experiment
 
     splits = plan_experiment(config, check_experiment(config))
-    kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path")}
+    kinds = {k: sum(len(s.members) for s in splits if s.kind == k) for k in ("benchmark", "noisy", "path", "task")}
     return (f"{path}: valid; {sum(kinds.values())} units ({', '.join(f'{n} {k}' for k, n in kinds.items() if n)}) "
             f"in {len(splits)} splits; output {out.resolve() if out else config.experiment.output}")
 
@@ -181,7 +182,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 
     infos = get_registry().plugins()
     if args.json:
-        print(json.dumps([{"kind": i.kind, "name": i.name, "origin": i.origin} for i in infos], indent=2))
+        print(json.dumps([{"kind": i.kind, "name": i.name, "origin": i.origin,
+                           **({"task": i.obj.task} if i.kind == "estimator" else {})} for i in infos], indent=2))
         return EXIT_OK
     kind = None
     for info in infos:
@@ -189,7 +191,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
             kind = info.kind
             print(f"{kind}:")
         doc = (getattr(info.obj, "summary", None) or (info.obj.__doc__ or "")).strip().splitlines()
-        print(f"  {info.name:<20} {info.origin:<28} {doc[0] if doc else ''}")
+        task = f"[{info.obj.task}] " if info.kind == "estimator" else ""
+        print(f"  {info.name:<20} {info.origin:<28} {task}{doc[0] if doc else ''}")
     return EXIT_OK
 
 

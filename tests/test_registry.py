@@ -150,7 +150,7 @@ def _simplex_subclass(**attrs):
 @pytest.mark.parametrize("hooks, fragment", [
     ({"multikernel_regularizer": lambda: {}},
      r"plugin 'bad' \(.*Plugin object\): 'multikernel_regularizer' is not a multikernel hook \(did you mean "
-     r"'multikernel_regularizers'\?\)\. The hooks are multikernel_kernel_builders, "),
+     r"'multikernel_regularizers'\?\)\. The hooks are multikernel_estimators, multikernel_kernel_builders, "),
     ({"multikernel_regularizers": lambda: [("x", None)]},
      r"plugin 'bad' .*, hook multikernel_regularizers returned \[\('x', None\)\] \(list\); a hook returns a mapping"),
     ({"multikernel_regularizers": lambda: None},

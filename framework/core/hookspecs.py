@@ -9,7 +9,8 @@ A plugin package exposes a module (or object) with functions named as below, dec
 
 Every hook returns a mapping from the public name of a plugin to its implementation: a class (not an
 instance) subclassing the kind's interface (:data:`COMPONENT_TYPES`), a factory function for kernel
-families, a :class:`~multikernel.core.interfaces.Method` for methods.  The key is the plugin's name everywhere
+families, a :class:`~multikernel.core.interfaces.Method` for methods, a
+:class:`~multikernel.core.tasks.TaskEstimator` for task estimators.  The key is the plugin's name everywhere
 (configs, reports, saved models): registration sets the class's ``name`` to it, or refuses a class whose
 own ``name`` says otherwise.  The registry validates every hook when its plugin is registered (a misspelled
 hook name or a malformed mapping fails there, naming the plugin), merges the mappings of all plugins and
@@ -25,6 +26,7 @@ from typing import Any
 import pluggy
 
 from multikernel.core.interfaces import KernelBuilder, Method, Regularizer, SampleLoss, Solver
+from multikernel.core.tasks import TaskEstimator
 
 PROJECT = "multikernel"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -76,6 +78,14 @@ def multikernel_methods() -> Mapping[str, Method]:
     """Named methods: presets of loss, regularizer and solver (``"sm1mkl"``, ``"average"``, ...)."""
 
 
+@hookspec
+def multikernel_estimators() -> Mapping[str, TaskEstimator]:
+    """Named task estimators (``"mlr_gl"``, ``"mi_svm"``, ``"kmeans"``, ...), each a
+    :class:`~multikernel.core.tasks.TaskEstimator`: a class or factory with default parameters, for one task kind
+    (:data:`~multikernel.core.tasks.TASK_KINDS`), usable by name in experiment configurations.
+    """
+
+
 KINDS: dict[str, str] = {
     "kernel": "multikernel_kernel_builders",
     "family": "multikernel_kernel_families",
@@ -83,6 +93,7 @@ KINDS: dict[str, str] = {
     "regularizer": "multikernel_regularizers",
     "solver": "multikernel_solvers",
     "method": "multikernel_methods",
+    "estimator": "multikernel_estimators",
 }
 """Plugin kinds and the hook that provides each."""
 

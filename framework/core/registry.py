@@ -24,6 +24,7 @@ import pluggy
 
 from multikernel.core import hookspecs
 from multikernel.core.interfaces import Method
+from multikernel.core.tasks import TaskEstimator
 from multikernel.errors import PluginError
 
 __all__ = ["Registry", "PluginInfo", "get_registry", "register_plugin"]
@@ -186,8 +187,11 @@ class Registry:
         return table[name].obj
 
     def create(self, kind: str, name: str, **params: Any) -> Any:
-        """Instantiate the plugin class ``name`` of ``kind`` with ``params`` (clear error on bad keys)."""
+        """Instantiate the plugin class ``name`` of ``kind`` with ``params`` (clear error on bad keys); for a task
+        estimator, its factory with its default parameters overridden by ``params``."""
         cls = self.get(kind, name)
+        if isinstance(cls, TaskEstimator):  # a factory with defaults: create("estimator", "mlr_gl", C=10)
+            cls = cls.create
         try:
             return cls(**params)
         except TypeError as exc:
@@ -271,6 +275,16 @@ def _check_entry(kind: str, name: Any, obj: Any, where: str) -> None:
                               f"multikernel.Method")
         if obj.name != name:
             raise PluginError(f"{where}: the key {name!r} maps to the method named {obj.name!r}; they must agree")
+    elif kind == "estimator":
+        if not isinstance(obj, TaskEstimator):
+            raise PluginError(f"{where}: {name!r} maps to {_shown(obj)}; a task estimator is a "
+                              f"multikernel.TaskEstimator(name, task, factory, params)")
+        if obj.name != name:
+            raise PluginError(f"{where}: the key {name!r} maps to the task estimator named {obj.name!r}; they must "
+                              f"agree")
+        problems = obj.problems()
+        if problems:
+            raise PluginError(f"{where}: task estimator {name!r}: {'; '.join(problems)}")
     elif not callable(obj):  # a family: factory(n_features, **params) -> list of builders
         raise PluginError(f"{where}: {name!r} maps to {_shown(obj)}; a kernel family is a function "
                           f"factory(n_features, **params) returning a list of kernel builders")

@@ -10,6 +10,7 @@ Grid values are numbers or small arithmetic expressions in ``M``, the number of 
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Literal, Union
 
@@ -39,6 +40,8 @@ from multikernel.config.schema import (
     valid_folds,
     valid_n_jobs,
 )
+from multikernel.config.task_data import TASK_GENERATORS
+from multikernel.core.tasks import TASK_KINDS
 from multikernel.errors import ConfigError
 
 __all__ = [
@@ -48,6 +51,8 @@ __all__ = [
     "MethodSpec",
     "NoisyKernelsConfig",
     "PathConfig",
+    "TaskSettings",
+    "EstimatorSpec",
     "load_experiment_config",
     "experiment_config_from_dict",
     "experiment_config_to_dict",
@@ -57,7 +62,7 @@ __all__ = [
 ]
 
 DEFAULT_RATIOS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2]
-EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths")
+EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths", "task", "estimators")
 """Top-level keys that only experiment configurations have (run configurations have none of them)."""
 
 
@@ -91,6 +96,10 @@ class DatasetSpec:
     ``source`` is a built-in data set (``breast_cancer``, ...), a generator (``ringnorm``; its arguments in
     ``params``), or a CSV/LIBSVM file path relative to the configuration file.  ``train_size`` (a number of
     samples) replaces ``test_fraction`` for this data set, as in the IDA benchmark's fixed training sizes.
+
+    Task experiments (with a ``[task]`` table) also take ``classes`` (keep these classes), ``positive`` (labels
+    become 1 for these classes, 0 for the others), and for CSV files ``features`` / ``privileged`` (column-name
+    prefixes of the features and of the privileged view): see :mod:`multikernel.config.task_data`.
     """
 
     name: str
@@ -98,6 +107,57 @@ class DatasetSpec:
     format: Literal["auto", "csv", "libsvm"] = "auto"
     params: dict[str, Any] = attrs.Factory(dict)
     train_size: Union[int, None] = attrs.field(default=None, validator=positive_integer)  # noqa: UP007
+    classes: list[Any] = attrs.Factory(list)
+    positive: list[Any] = attrs.Factory(list)
+    features: list[str] = attrs.Factory(list)
+    privileged: list[str] = attrs.Factory(list)
+
+
+def _fractions(instance: Any, attribute: Any, values: list[float]) -> None:
+    for v in values:
+        if not 0.0 <= v < 1.0:
+            raise ValueError(f"fractions lie in [0, 1); got {v!r}")
+
+
+@attrs.define
+class TaskSettings:
+    """The ``[task]`` table of an experiment comparing task estimators (``[[estimators]]``) by name.
+
+    ``kind`` is a task kind (:data:`multikernel.core.tasks.TASK_KINDS`).  Each repeat evaluates on ``folds``
+    folds (k-fold cross-validation over the samples, over the bags for ``mil``), or with ``folds = 0`` on one
+    random split (``experiment.test_fraction`` or the data set's ``train_size``); ``ssl`` draws ``labeled``
+    labelled samples per repeat (at least one per class) and scores the others; ``clustering`` clusters all
+    samples.  ``missing`` (``multilabel_ranking``): fractions of each training sample's relevant labels removed
+    (at least one kept; test labels complete), one setting each.  ``neighbors``: the k of the k-NN accuracy of
+    ``metric``.  ``select_by``: the measure that chooses grid points (default: the kind's first measure).
+    """
+
+    kind: str
+    folds: int = attrs.field(default=0, validator=non_negative)
+    missing: list[float] = attrs.field(default=attrs.Factory(lambda: [0.0]), validator=_fractions)
+    labeled: list[int] = attrs.Factory(lambda: [10])
+    neighbors: int = attrs.field(default=3, validator=positive_integer)
+    select_by: Union[str, None] = None  # noqa: UP007
+
+
+@attrs.define
+class EstimatorSpec:
+    """One ``[[estimators]]`` entry: a registered task estimator by ``name``, its parameters and its own grid.
+
+    ``params`` override the estimator's defaults; ``grid`` maps parameter names to lists of values chosen by
+    ``experiment.cv_folds``-fold cross-validation on the training part.  A ``kernels`` value may be a list of
+    kernel tables (``[{name = "rbf", gamma_scale = 0.25}, {name = "linear"}]``): registered kernel builders.
+    """
+
+    name: str
+    label: Union[str, None] = None  # noqa: UP007
+    params: dict[str, Any] = attrs.Factory(dict)
+    grid: dict[str, list[Any]] = attrs.Factory(dict)
+
+    @property
+    def display_name(self) -> str:
+        """``label``, or the estimator name."""
+        return self.label or self.name
 
 
 @attrs.define(kw_only=True)
@@ -141,13 +201,15 @@ class ExperimentConfig:
     """A complete experiment: protocol, data sets, kernels, methods and the optional figure experiments."""
 
     datasets: list[DatasetSpec]
-    methods: list[MethodSpec]
+    methods: list[MethodSpec] = attrs.Factory(list)
     experiment: ExperimentSettings = attrs.Factory(ExperimentSettings)
     preprocessing: PreprocessingConfig = attrs.Factory(PreprocessingConfig)
     kernels: KernelsConfig = attrs.Factory(lambda: KernelsConfig(family="simplemkl"))
     solver: SolverConfig = attrs.Factory(SolverConfig)
     noisy_kernels: Union[NoisyKernelsConfig, None] = None  # noqa: UP007
     paths: list[PathConfig] = attrs.Factory(list)
+    task: Union[TaskSettings, None] = None  # noqa: UP007
+    estimators: list[EstimatorSpec] = attrs.Factory(list)
 
     def method(self, label: str) -> MethodSpec:
         """The ``[[methods]]`` entry labelled ``label``."""
@@ -169,10 +231,13 @@ def experiment_config_from_dict(data: dict[str, Any], base_dir: str | Path | Non
     """
     config = structure(ExperimentConfig, dict(data), "")
     check_kernels_choice(config.kernels)
-    _check_settings(config)
     _check_datasets(config, base_dir)
-    _check_methods(config)
-    _check_figures(config)
+    if "task" in data or "estimators" in data:
+        _check_task(config, data)
+    else:
+        _check_settings(config)
+        _check_methods(config)
+        _check_figures(config)
     config.experiment.output = resolve_path(config.experiment.output, base_dir)
     return config
 
@@ -194,19 +259,69 @@ def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> No
     check_entries([ds.name for ds in config.datasets], "datasets", "name", "data set name")
     for i, ds in enumerate(config.datasets):
         path = f"datasets[{i}]"
-        if ds.source in GENERATORS:
+        generators = TASK_GENERATORS if config.task is not None else GENERATORS
+        if config.task is None:
+            for key in ("classes", "positive", "features", "privileged"):
+                if getattr(ds, key):
+                    raise ConfigError("a key of task experiments (with a [task] table); benchmark data sets take "
+                                      "their classes as they are", f"{path}.{key}")
+        if ds.source in generators:
             continue
         if ds.params:
-            raise ConfigError(f"params are for generated data sets ({', '.join(GENERATORS)}); {ds.source!r} is "
+            raise ConfigError(f"params are for generated data sets ({', '.join(generators)}); {ds.source!r} is "
                               f"not one", f"{path}.params")
         if ds.source in BUILTIN_LOADERS:
             continue
         file = Path(resolve_path(ds.source, base_dir))
         if not file.is_file():
             raise ConfigError(f"{ds.source!r} is neither a built-in data set ({', '.join(BUILTIN_LOADERS)}), a "
-                              f"generator ({', '.join(GENERATORS)}) nor an existing file (looked for {file})",
+                              f"generator ({', '.join(generators)}) nor an existing file (looked for {file})",
                               f"{path}.source")
         ds.source = str(file)
+
+
+def _check_task(config: ExperimentConfig, data: dict[str, Any]) -> None:
+    """A task experiment: a [task] table, [[estimators]] (names checked against the registry later, with the
+    data), and none of the MKL benchmark's tables."""
+    if config.task is None:
+        raise ConfigError("[[estimators]] compare task estimators: add a [task] table with the task kind "
+                          f"(kind = one of {', '.join(TASK_KINDS)})", "task")
+    task = config.task
+    if task.kind not in TASK_KINDS:
+        close = difflib.get_close_matches(task.kind, list(TASK_KINDS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(f"unknown task kind {task.kind!r}.{hint} Kinds: {', '.join(TASK_KINDS)}", "task.kind")
+    for key in ("methods", "noisy_kernels", "paths", "kernels", "solver"):
+        if key in data:
+            raise ConfigError(f"a task experiment compares [[estimators]] by name; [{key}] belongs to MKL benchmark "
+                              f"experiments (give an estimator's kernels and solver as its params)", key)
+    check_entries([e.display_name for e in config.estimators], "estimators", "label", "estimator label")
+    if task.kind == "ssl":
+        if not task.labeled:
+            raise ConfigError("needs at least one number of labelled samples", "task.labeled")
+        for j, n in enumerate(task.labeled):
+            if n < 2:
+                raise ConfigError(f"at least 2 labelled samples (one per class) are needed; got {n}",
+                                  f"task.labeled[{j}]")
+    if not task.missing:
+        raise ConfigError("needs at least one fraction (0 for complete labels)", "task.missing")
+    if task.missing != [0.0] and task.kind != "multilabel_ranking":
+        raise ConfigError("missing labels are a multilabel_ranking setting", "task.missing")
+    if task.folds == 1:
+        raise ConfigError("folds = 1 leaves no test fold; use 0 (one random split per repeat) or >= 2",
+                          "task.folds")
+    cv = config.experiment.cv_folds
+    for i, e in enumerate(config.estimators):
+        for key, values in e.grid.items():
+            path = f"estimators[{i}].grid.{key}"
+            if not values:
+                raise ConfigError("needs at least one value", path)
+            if len(values) > 1 and (cv == 0 or task.kind == "clustering"):
+                why = ("clustering has no labels to choose parameters by" if task.kind == "clustering" else
+                       "no cross-validation to choose among them; set experiment.cv_folds >= 2")
+                raise ConfigError(f"{len(values)} values but {why}; give one value", path)
+            if key in e.params:
+                raise ConfigError(f"{key!r} is both a parameter and a grid key; give it in one place", path)
 
 
 def _check_methods(config: ExperimentConfig) -> None:
@@ -254,4 +369,10 @@ def load_experiment_config(path: str | Path) -> ExperimentConfig:
 
 def experiment_config_to_dict(config: ExperimentConfig) -> dict[str, Any]:
     """The configuration as a plain dict (``None`` values dropped; paths as resolved at load time)."""
-    return drop_none(attrs.asdict(config))
+    out = drop_none(attrs.asdict(config))
+    if config.task is not None:  # the MKL benchmark's tables do not apply (and a task config refuses them)
+        for key in ("methods", "noisy_kernels", "paths", "kernels", "solver"):
+            out.pop(key, None)
+    else:
+        out.pop("estimators", None)
+    return out

@@ -216,6 +216,30 @@ def _paths_md(paths: Sequence[dict[str, Any]], threshold: float) -> list[str]:
     return lines
 
 
+def _tasks_md(summary: dict[str, Any]) -> list[str]:
+    """The tables of a task experiment: one per data set and setting, estimators by measure (mean ± sd)."""
+    t = summary["tasks"]
+    lines = [f"## Task: {t['kind']} ({t['description']})", "",
+             f"Mean ± sample standard deviation over the units (repeats x folds); grid points chosen by "
+             f"{t['select_by']}.", ""]
+    for ds, rows in t["table"].items():
+        for setting, row in rows.items():
+            title = ds if setting == "-" else f"{ds}, {setting}"
+            lines += [f"### {title}", "", "| estimator | units | " + " | ".join(t["measures"]) + " | fit time (s) |",
+                      "|---|---|" + "---|" * (len(t["measures"]) + 1)]
+            for label in t["estimators"]:
+                cell = row.get(label)
+                if cell is None:
+                    lines.append(f"| {label} | 0 | " + " | ".join("n/a" for _ in t["measures"]) + " | n/a |")
+                    continue
+                shown = [f"{cell[m]:.4f}" + (f" ± {cell[f'{m}_std']:.4f}" if cell["units"] > 1 else "")
+                         for m in t["measures"]]
+                lines.append(f"| {label} | {cell['units']} | " + " | ".join(shown)
+                             + f" | {cell['fit_time_mean']:.2f} |")
+            lines.append("")
+    return lines
+
+
 def markdown_report(summary: dict[str, Any]) -> str:
     """The Markdown page of an experiment summary (tables, then the figures that were written)."""
     lines = [f"# Experiment `{summary['name']}`", ""]
@@ -226,6 +250,8 @@ def markdown_report(summary: dict[str, Any]) -> str:
     if summary.get("errors"):
         lines += ["**Failed units** (rerun to retry):", ""] + [f"- `{e['key']}`: {e['error']}"
                                                               for e in summary["errors"]] + [""]
+    if summary.get("tasks"):
+        lines += _tasks_md(summary)
     if summary.get("benchmark"):
         lines += _benchmark_md(summary["benchmark"], summary["data"]) + [""]
     if summary.get("noisy_kernels"):
@@ -327,6 +353,26 @@ def make_figures(summary: dict[str, Any], directory: Path) -> tuple[list[str], s
         ax2.legend(fontsize="x-small", loc="upper right")
         ax.set_title(f"{p['method']} on {p['dataset']}: weights along {p['param']}")
         save(fig, f"path_{i}_{_slug(p['label'])}.png")
+    t = summary.get("tasks")
+    if t and t["kind"] == "multilabel_ranking":
+        # the missing-label protocol: the selection measure against the fraction of relevant labels removed
+        measure = t["select_by"]
+        for ds, rows in t["table"].items():
+            if len(rows) < 2 or not any(rows.values()):
+                continue
+            fig = Figure(figsize=(6, 4))
+            ax = fig.add_subplot()
+            for label in t["estimators"]:
+                pts = [(float(setting.split("=")[1]), row[label][measure], row[label][f"{measure}_std"])
+                       for setting, row in rows.items() if label in row]
+                if pts:
+                    x, y, e = zip(*pts, strict=True)
+                    ax.errorbar(x, y, yerr=e, marker="o", capsize=2, label=label)
+            ax.set_xlabel("fraction of each training sample's relevant labels removed")
+            ax.set_ylabel(measure)
+            ax.set_title(f"missing labels: {ds}")
+            ax.legend(fontsize="small")
+            save(fig, f"missing_{_slug(ds)}.png")
     return written, ""
 
 

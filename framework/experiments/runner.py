@@ -42,6 +42,7 @@ from multikernel.experiments.config import (
     load_experiment_config,
 )
 from multikernel.experiments.report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
+from multikernel.experiments.tasks import check_task_experiment, plan_task_units, run_task_unit, summarize_tasks
 from multikernel.experiments.units import Member, UnitTask, append_noise, run_unit
 
 __all__ = [
@@ -88,8 +89,9 @@ def _needed_datasets(config: ExperimentConfig) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Check what a run needs short of fitting; return the loaded data ``{name: (X, y)}``.
+def check_experiment(config: ExperimentConfig) -> dict[str, Any]:
+    """Check what a run needs short of fitting; return the loaded data ``{name: (X, y)}`` (``{name: TaskData}``
+    for a task experiment, checked by :func:`multikernel.experiments.tasks.check_task_experiment`).
 
     This is what ``multikernel validate`` and ``multikernel experiment --dry-run`` run, and what
     :func:`run_experiment` runs before fitting.  It loads every data set the run uses (finite features,
@@ -102,6 +104,8 @@ def check_experiment(config: ExperimentConfig) -> dict[str, tuple[np.ndarray, np
     ConfigError
         With the key path of the entry at fault.
     """
+    if config.task is not None:
+        return check_task_experiment(config)
     ex = config.experiment
     data: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     index = {d.name: i for i, d in enumerate(config.datasets)}
@@ -147,8 +151,10 @@ def _fingerprint(parts: dict[str, Any], X: np.ndarray, y: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
-def plan_experiment(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.ndarray]]) -> list[UnitTask]:
+def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[UnitTask]:
     """Every split of ``config`` with all its units (finished or not), in a deterministic order."""
+    if config.task is not None:
+        return plan_task_units(config, data, _fingerprint)
     ex = config.experiment
     common = {"preprocessing": config.preprocessing, "kernels": config.kernels, "solver": config.solver}
     # What determines a unit's result (not n_jobs, the output folder or how the results are tabulated).
@@ -228,15 +234,20 @@ def _jsonable(value: Any) -> Any:
 # --------------------------------------------------------------------------------------------------
 # running
 # --------------------------------------------------------------------------------------------------
+def _run(task: UnitTask) -> list[dict[str, Any]]:
+    """One unit task of any kind (a module-level function: joblib sends it to worker processes)."""
+    return run_task_unit(task) if task.kind == "task" else run_unit(task)
+
+
 def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progress: bool | None,
              n_done: int) -> Iterable[dict[str, Any]]:
     total = sum(len(t.members) for t in tasks) + n_done
     with Progress(total, "experiment", "unit", show=progress, initial=n_done) as bar:
         if (n_jobs or 1) == 1:
             # In-process: no pickling, and plugins registered at run time are visible.
-            results: Iterable[list[dict[str, Any]]] = (run_unit(t) for t in tasks)
+            results: Iterable[list[dict[str, Any]]] = (_run(t) for t in tasks)
         else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(run_unit)(t) for t in tasks)
+            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_run)(t) for t in tasks)
         for records in results:
             for rec in records:
                 _append(units_path, rec)
@@ -320,8 +331,19 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
     return summary
 
 
-def summarize(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.ndarray]],
-              records: list[dict[str, Any]], planned: int) -> dict[str, Any]:
+def _data_info(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -> dict[str, Any]:
+    info = {"n_samples": int(X.shape[0]), "n_features": int(np.prod(X.shape[1:]))}
+    if y.ndim == 2:
+        info["n_labels"] = int(y.shape[1])
+    else:
+        info["n_classes"] = int(len(np.unique(y)))
+    if groups is not None:
+        info["n_bags"] = int(len(np.unique(groups)))
+    return info
+
+
+def summarize(config: ExperimentConfig, data: dict[str, Any], records: list[dict[str, Any]], planned: int
+              ) -> dict[str, Any]:
     """The summary of the finished ``records`` of ``config`` (tables, every number, environment)."""
     ex = config.experiment
     labels = [m.display_name for m in config.methods]
@@ -329,12 +351,16 @@ def summarize(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, np.nda
         "name": ex.name, "config": experiment_config_to_dict(config), "planned_units": planned,
         "finished_units": len(records), "unit_time_total": float(sum(r["unit_time"] for r in records)),
         "selection_threshold": ex.selection_threshold,
-        "data": {name: {"n_samples": int(X.shape[0]), "n_features": int(X.shape[1]),
-                        "n_classes": int(len(np.unique(y)))} for name, (X, y) in data.items()},
+        "data": {name: (_data_info(d.X, d.y, d.groups) if config.task is not None else _data_info(*d))
+                 for name, d in data.items()},
         "environment": {"multikernel": __version__, "python": sys.version.split()[0],
                         "platform": platform.platform(), "cpu_count": os.cpu_count()},
         "units": records,
     }
+    if config.task is not None:
+        summary["tasks"] = summarize_tasks(records, config)
+        summary["paths"] = []
+        return summary
     if ex.benchmark:
         summary["benchmark"] = summarize_benchmark([r for r in records if r["kind"] == "benchmark"],
                                                    [d.name for d in config.datasets], labels, ex.selection_threshold)

@@ -25,8 +25,17 @@ from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from multikernel.config.checks import make_builders  # the one expansion of [kernels], shared with runs
 from multikernel.config.schema import KernelsConfig, PreprocessingConfig, SolverConfig
+from multikernel.config.task_data import TaskData
 from multikernel.errors import FitInterruptedWarning
-from multikernel.experiments.config import DatasetSpec, ExperimentSettings, MethodSpec, PathConfig, evaluate_value
+from multikernel.experiments.config import (
+    DatasetSpec,
+    EstimatorSpec,
+    ExperimentSettings,
+    MethodSpec,
+    PathConfig,
+    TaskSettings,
+    evaluate_value,
+)
 from multikernel.experiments.model_selection import cross_validate_methods, fit_point, resolve_grid, select_best
 from multikernel.solve.fit import FittedMKL, encode_targets
 from multikernel.stack.kernelset import KernelSet
@@ -42,7 +51,7 @@ class Member:
 
     key: str
     fingerprint: str
-    method: MethodSpec
+    method: MethodSpec | EstimatorSpec
 
 
 @attrs.define
@@ -52,7 +61,9 @@ class UnitTask:
     The units of a split share its kernels: the training stack is built once and the test x train cross
     kernels are computed once for all of them.  ``kind`` is ``"benchmark"``, ``"noisy"`` or ``"path"``;
     ``index`` the repeat, the ratio index or the path index; ``ratio`` the noise ratio of a noisy split;
-    ``path`` the path of a path unit (then ``members`` has one entry).
+    ``path`` the path of a path unit (then ``members`` has one entry).  ``"task"`` units
+    (:mod:`multikernel.experiments.tasks`) carry the ``[task]`` settings, the task data and the setting (a
+    missing-label fraction, a number of labelled samples); ``index`` is then the evaluation fold.
     """
 
     kind: str
@@ -69,6 +80,9 @@ class UnitTask:
     ratio: float = 0.0
     max_ratio: float = 0.0
     path: PathConfig | None = None
+    task: TaskSettings | None = None
+    data: TaskData | None = None
+    setting: Any = None
 
 
 # --------------------------------------------------------------------------------------------------

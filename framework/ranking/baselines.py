@@ -113,8 +113,12 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
             Kk, yk = K[np.ix_(rows, rows)], y.astype(int)
             if self.platt:
                 folds = int(min(5, np.bincount(yk).min()))
+                # One sample of a class: the sigmoid is fitted on the training decision values.  The single
+                # "split" (train = test = every row) keeps the precomputed kernel whole: a default CV would
+                # slice its columns to a fold while the frozen SVC expects all of them.
+                whole = [(np.arange(len(yk)), np.arange(len(yk)))]
                 svc = (CalibratedClassifierCV(svc, method="sigmoid", cv=folds, ensemble=False) if folds >= 2
-                       else CalibratedClassifierCV(FrozenEstimator(svc.fit(Kk, yk)), method="sigmoid"))
+                       else CalibratedClassifierCV(FrozenEstimator(svc.fit(Kk, yk)), method="sigmoid", cv=whole))
             self.estimators_.append(svc.fit(Kk, yk))
         return self
 

@@ -1,0 +1,186 @@
+"""Built-in task estimators: every learner of the task packages and the baselines they are compared with.
+
+Each is registered by name through the hook ``multikernel_estimators`` (see :mod:`multikernel.core.tasks` for
+the calling convention of each task kind), so that an experiment configuration compares them in one file::
+
+    [task]
+    kind = "multilabel_ranking"
+    [[estimators]]
+    name = "mlr_gl"
+    grid = { C = [0.1, 1, 10] }
+
+The baselines are scikit-learn estimators where one exists (``SVC``, ``LabelSpreading``,
+``SelfTrainingClassifier``, ``KMeans``, ``SpectralClustering``), wrapped only to follow the task's convention
+(:class:`LabeledPart`: an inductive classifier trained on the labelled samples of a semi-supervised problem).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.preprocessing import FunctionTransformer
+from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
+from sklearn.svm import SVC
+from sklearn.utils.validation import check_is_fitted
+
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier
+from multikernel.core.hookspecs import hookimpl
+from multikernel.core.tasks import TaskEstimator
+from multikernel.estimators.classifier import MKLClassifier
+from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
+from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
+from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
+from multikernel.plugins.kernels import RBFKernel
+from multikernel.ranking import MLkNN, MultiLabelRanker, OneVsRestRanker
+
+__all__ = ["LabeledPart", "ESTIMATORS"]
+
+_BUCAK = "Bucak, Learning from multiple kernels and ambiguous labels (PhD thesis, Michigan State University, 2013)"
+_XU_IOKL = "Xu, Tsang and Xu, Input-output kernel learning, ICDM 2012; Xu's thesis, chapter 4"
+_ANDREWS = ("Andrews, Tsochantaridis and Hofmann, Support vector machines for multiple-instance learning, "
+            "NIPS 2002")
+
+
+class LabeledPart(ClassifierMixin, BaseEstimator):
+    """An inductive classifier trained on the labelled samples of a semi-supervised problem only.
+
+    ``fit(X, y)`` keeps the rows with ``y != -1`` (scikit-learn's unlabelled marker) and fits a clone of
+    ``estimator`` on them; ``predict`` is the clone's.  The baseline "SVM on the labelled part" of the
+    semi-supervised experiments.
+
+    Parameters
+    ----------
+    estimator : classifier
+    """
+
+    def __init__(self, estimator: Any = None) -> None:
+        self.estimator = estimator
+
+    def fit(self, X: Any, y: Any) -> LabeledPart:
+        y = np.asarray(y)
+        rows = np.flatnonzero(y != -1)
+        if rows.size == 0:
+            raise ValueError("every sample is unlabelled (y == -1): the labelled part is empty")
+        self.estimator_ = clone(self.estimator if self.estimator is not None else SVC()).fit(
+            np.asarray(X)[rows], y[rows])
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.predict(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "estimator_")
+        return self.estimator_.decision_function(X)
+
+
+def _signed(factory: Callable[..., Any], like: Callable[..., Any]) -> Callable[..., Any]:
+    """``factory`` with the signature of ``like`` (so that configurations see the parameters it passes on)."""
+    factory.__signature__ = inspect.signature(like)  # type: ignore[attr-defined]
+    return factory
+
+
+def ssl_svm(C: float = 100.0, kernel: str = "rbf", gamma: Any = "scale") -> LabeledPart:
+    """SVC on the labelled part (the thesis's C = 100)."""
+    return LabeledPart(SVC(C=C, kernel=kernel, gamma=gamma))
+
+
+def ssl_l2mkl(C: float = 100.0, method: str = "l2mkl", kernels: Any = "rbf_poly") -> LabeledPart:
+    """l2-MKL (or another MKL method) on the labelled part."""
+    return LabeledPart(MKLClassifier(method=method, C=C, kernels=kernels))
+
+
+def self_training_svc(C: float = 100.0, gamma: Any = "scale", threshold: float = 0.75, max_iter: int | None = 10
+                      ) -> SelfTrainingClassifier:
+    """scikit-learn's SelfTrainingClassifier around a Platt-scaled SVC."""
+    return SelfTrainingClassifier(SVC(C=C, gamma=gamma, probability=True, random_state=0), threshold=threshold,
+                                  max_iter=max_iter)
+
+
+def _ki_svm(**params: Any) -> IOKLMultipleInstanceClassifier:
+    # KI-SVM (Li et al. 2009) is IOKL-HM at the bag level on one input kernel (spec section 3.12).
+    return IOKLMultipleInstanceClassifier(**{"kernels": [RBFKernel()], **params})
+
+
+ki_svm = _signed(_ki_svm, IOKLMultipleInstanceClassifier)
+
+
+def _entry(name: str, task: str, factory: Callable[..., Any], summary: str, citation: str = "",
+           **params: Any) -> TaskEstimator:
+    return TaskEstimator(name=name, task=task, factory=factory, params=params, summary=summary, citation=citation)
+
+
+ESTIMATORS: tuple[TaskEstimator, ...] = (
+    # multi-label ranking (issue 13)
+    _entry("mlr_l1", "multilabel_ranking", MultiLabelRanker, "MLR-L1: max-margin label ranking, l1 pairwise loss "
+           "(block coordinate ascent).", _BUCAK + ", ch. 4", method="mlr_l1"),
+    _entry("mlr_gl", "multilabel_ranking", MultiLabelRanker, "MLR-GL: label ranking with incomplete labels "
+           "(group lasso over each sample's errors).", _BUCAK + ", ch. 5", method="mlr_gl"),
+    _entry("mk_mlr", "multilabel_ranking", MultiLabelRanker, "MK-MLR: MLR-L1 with learnt kernel weights (simplex, "
+           "level method, certified gap); default kernels the rbf_poly family.", _BUCAK + ", ch. 6",
+           method="mlr_l1", kernels="rbf_poly", regularizer="simplex"),
+    _entry("avg_mlr", "multilabel_ranking", MultiLabelRanker, "AVG-MLR: MLR-L1 on the average of several kernels "
+           "(default the rbf_poly family).", _BUCAK + ", ch. 6", method="mlr_l1", kernels="rbf_poly",
+           regularizer="uniform"),
+    _entry("ovr_svm", "multilabel_ranking", OneVsRestRanker, "One-vs-rest SVC ranked by decision values (several "
+           "kernels: their average, AVG-SVM).", _BUCAK + ", section 7"),
+    _entry("ovr_platt", "multilabel_ranking", OneVsRestRanker, "One-vs-rest SVC ranked by Platt-scaled "
+           "probabilities (PLATT).", _BUCAK + ", section 7", platt=True),
+    _entry("mlknn", "multilabel_ranking", MLkNN, "ML-kNN: multi-label k nearest neighbours.",
+           "Zhang and Zhou, ML-KNN: A lazy learning approach to multi-label learning, Pattern Recognition 2007"),
+    # semi-supervised learning (issue 14)
+    _entry("iokl_ssl", "ssl", IOKLSemiSupervisedClassifier, "IOKL semi-supervised (IOKL-HM; theta for IOKL-SM): "
+           "transductive SVM through input-output kernels.", _XU_IOKL),
+    _entry("ssl_svm", "ssl", ssl_svm, "SVC trained on the labelled part only."),
+    _entry("ssl_l2mkl", "ssl", ssl_l2mkl, "l2-MKL (MKLClassifier) trained on the labelled part only."),
+    _entry("label_spreading", "ssl", LabelSpreading, "scikit-learn's LabelSpreading (default: k-NN graph).",
+           "Zhou et al., Learning with local and global consistency, NIPS 2003", kernel="knn", n_neighbors=10),
+    _entry("self_training_svc", "ssl", self_training_svc, "scikit-learn's SelfTrainingClassifier(SVC).",
+           "Yarowsky 1995; scikit-learn"),
+    # multiple-instance learning (issue 14)
+    _entry("iokl_mil", "mil", IOKLMultipleInstanceClassifier, "IOKL multiple-instance (bag level = input "
+           "ambiguity; level='instance' = MIL-CPB); theta for IOKL-SM.", _XU_IOKL),
+    _entry("ki_svm", "mil", ki_svm, "KI-SVM: IOKL-HM at the bag level on one Gaussian kernel.",
+           "Li, Kwok, Tsang and Zhou, A convex method for locating regions of interest with multi-instance "
+           "learning, ECML 2009"),
+    _entry("sil_svm", "mil", SILSVM, "SIL-SVM: every instance labelled as its bag.", _ANDREWS),
+    _entry("mi_svm", "mil", miSVM, "mi-SVM (instance level, Andrews et al.).", _ANDREWS),
+    _entry("mi_svm_bag", "mil", MISVM, "MI-SVM (bag level, one witness per positive bag, Andrews et al.).",
+           _ANDREWS),
+    _entry("mi_kernel", "mil", MIKernelSVM, "MI-kernel: SVC on the set kernel of the bags.",
+           "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"),
+    # clustering (issue 14)
+    _entry("iokl_clustering", "clustering", IOKLClustering, "Maximum-margin clustering by IOKL (two clusters, "
+           "balance constraint).", _XU_IOKL),
+    _entry("kmeans", "clustering", KMeans, "scikit-learn's KMeans.", "", n_clusters=2, n_init=10,
+           random_state=0),
+    _entry("spectral", "clustering", SpectralClustering, "scikit-learn's SpectralClustering (k-NN affinity).", "",
+           n_clusters=2, affinity="nearest_neighbors", random_state=0),
+    # bilinear classification of matrix samples
+    _entry("bilinear", "bilinear", BilinearClassifier, "Trace-norm regularized bilinear classifier.",
+           "Kobayashi, Low-rank bilinear classification: efficient convex optimization and extensions, IJCV 2014"),
+    _entry("bilinear_svm", "bilinear", BilinearSVMClassifier, "Rank-constrained bilinear SVM (alternating).",
+           "Pirsiavash, Ramanan and Fowlkes, Bilinear classifiers for visual recognition, NIPS 2009"),
+    # metric learning
+    _entry("itml", "metric", ITML_Supervised, "ITML: LogDet metric learning from labelled pairs.",
+           "Davis, Kulis, Jain, Sra and Dhillon, Information-theoretic metric learning, ICML 2007"),
+    _entry("itml_plus", "metric", ITMLPlus_Supervised, "ITML+: ITML with a privileged view.",
+           "Xu, Li, Tsang and Xu, Metric learning with privileged information (Xu's thesis, chapter 5)"),
+    _entry("itml_s", "metric", ITMLS_Supervised, "ITML-S: the two-step privileged-information baseline.",
+           "Fouad, Tino, Raychaudhury and Schneider, Incorporating privileged information through metric learning, "
+           "IEEE TNNLS 2013"),
+    _entry("euclidean", "metric", functools.partial(FunctionTransformer), "The Euclidean metric (identity map): "
+           "the baseline of the metric learners.", ""),
+)
+
+
+@hookimpl
+def multikernel_estimators() -> dict[str, TaskEstimator]:
+    return {e.name: e for e in ESTIMATORS}
