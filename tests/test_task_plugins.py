@@ -255,6 +255,8 @@ BAD = [
     ('kind = "multilabel_ranking"', 'kind = "multilabel_rankin"', "task.kind",
      "unknown task kind 'multilabel_rankin'. Did you mean 'multilabel_ranking'?"),
     ("[task]", "[solver]\ntol = 1e-3\n\n[task]", "solver", "a task experiment compares [[estimators]] by name"),
+    ("missing = [0.0, 0.4]", "missing = [0.0, 0.4]\nneighbors = 5", "task.neighbors",
+     "a metric setting; this task is multilabel_ranking"),
 ]
 
 
