@@ -437,7 +437,8 @@ def test_single_repeat_tables_have_no_spread_and_progress_is_logged(tmp_path, ca
 
 
 # The configs of `multikernel experiment` (others, such as the metric-learning script's, have their own reader).
-@pytest.mark.parametrize("name", sorted(p.name for p in DOCS.glob("*.toml") if "[[datasets]]" in p.read_text()))
+# Task experiments ([task], [[estimators]]) have their own test in test_task_plugins.py.
+@pytest.mark.parametrize("name", sorted(p.name for p in DOCS.glob("*.toml") if "[[methods]]" in p.read_text()))
 def test_paper_configs_validate_from_any_directory(name, tmp_path, monkeypatch, capsys):
     """Every committed protocol config validates from another working directory: its data files are looked
     for relative to the config file (``../../../shared/data`` beside the repository; small stand-ins when

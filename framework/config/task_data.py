@@ -31,7 +31,8 @@ import numpy as np
 from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS, load_data
 from multikernel.errors import ConfigError
 
-__all__ = ["TaskData", "TASK_GENERATORS", "load_task_data", "read_task_csv", "make_g241c", "make_g241d"]
+__all__ = ["TaskData", "TASK_GENERATORS", "load_task_data", "read_task_csv", "make_g241c", "make_g241d",
+           "make_multilabel"]
 
 
 @attrs.define
@@ -79,6 +80,17 @@ def make_g241d(n_samples: int = 1500, n_features: int = 241, random_state: int |
     return rng.normal(size=(n_samples, n_features)) + centres, y
 
 
+def make_multilabel(n_samples: int = 300, n_features: int = 20, n_labels: int = 5, average_labels: int = 2,
+                    random_state: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Multi-label data from :func:`sklearn.datasets.make_multilabel_classification` (every sample with at least
+    one relevant label): ``X`` counts, ``Y`` an (n_samples, n_labels) 0/1 matrix."""
+    from sklearn.datasets import make_multilabel_classification
+
+    X, Y = make_multilabel_classification(n_samples=n_samples, n_features=n_features, n_classes=n_labels,
+                                          n_labels=average_labels, allow_unlabeled=False, random_state=random_state)
+    return X.astype(np.float64), Y
+
+
 def _toy_bilinear(**params: Any) -> tuple[np.ndarray, np.ndarray]:
     from multikernel.bilinear.datasets import make_toy_bilinear  # the task package, loaded when asked for
 
@@ -87,6 +99,7 @@ def _toy_bilinear(**params: Any) -> tuple[np.ndarray, np.ndarray]:
 
 TASK_GENERATORS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
     **GENERATORS, "g241c": make_g241c, "g241d": make_g241d, "toy_bilinear": _toy_bilinear,
+    "multilabel": make_multilabel,
 }
 """Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``."""
 

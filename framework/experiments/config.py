@@ -307,6 +307,13 @@ def _check_task(config: ExperimentConfig, data: dict[str, Any]) -> None:
         raise ConfigError("needs at least one fraction (0 for complete labels)", "task.missing")
     if task.missing != [0.0] and task.kind != "multilabel_ranking":
         raise ConfigError("missing labels are a multilabel_ranking setting", "task.missing")
+    if task.folds and task.kind in ("ssl", "clustering"):
+        why = "each repeat draws the labelled samples" if task.kind == "ssl" else "every sample is clustered"
+        raise ConfigError(f"{task.kind} tasks have no evaluation folds ({why}); drop folds", "task.folds")
+    given = data.get("task", {})
+    for key, kind in (("labeled", "ssl"), ("neighbors", "metric")):
+        if key in given and task.kind != kind:
+            raise ConfigError(f"a {kind} setting; this task is {task.kind}", f"task.{key}")
     if task.folds == 1:
         raise ConfigError("folds = 1 leaves no test fold; use 0 (one random split per repeat) or >= 2",
                           "task.folds")
