@@ -100,8 +100,9 @@ def test_capabilities_are_derived_from_the_code():
         check_compatible(PenaltyOnly(), ProjectedGradient())
     with pytest.raises(IncompatiblePartsError, match=r"No registered solver works with Bare \(an unregistered class\) "
                                                      r"\(bcd lacks closed_form; level lacks projection, polyhedral, "
-                                                     r"cap; projected_gradient lacks projection; reduced_gradient "
-                                                     r"lacks simplex\)\."):
+                                                     r"cap; mirror_descent lacks polyhedral, cap; projected_gradient "
+                                                     r"lacks projection; reduced_gradient lacks simplex; silp lacks "
+                                                     r"polyhedral, cap\)\."):
         check_compatible(Bare(), ProjectedGradient())
 
 
@@ -175,7 +176,7 @@ def test_estimator_refuses_an_impossible_pair(cancer):
     assert info.value.missing == {C.POLYHEDRAL, C.CAP} and info.value.alternatives == ("bcd", "projected_gradient")
     assert isinstance(info.value, PluginError)
     with pytest.raises(IncompatiblePartsError, match="lacks: simplex.*work with 'box_simplex': bcd, level, "
-                                                     "projected_gradient"):
+                                                     "mirror_descent, projected_gradient, silp"):
         multikernel.MKLClassifier(method="sm1mkl", solver="reduced_gradient").fit(X, y)
 
 
