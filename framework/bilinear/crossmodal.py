@@ -32,6 +32,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from multikernel._ext import _crossmodal
+from multikernel._threads import blas_for
 from multikernel.bilinear.solver import best_bias, minimize_psd, psd_factor, trace_norm_from_gtg
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
@@ -121,7 +122,8 @@ class _CrossModalProblem:
         for m, (K, Y) in enumerate(zip(self.kernels, self.Ys, strict=True)):
             alpha, F, _ = solve_block_smo(K, Y, sigma, self.C, alpha0=None if starts is None else starts[m],
                                           tol=self.inner_tol)
-            M = (Y * alpha).T @ F  # A' K A
+            with blas_for(float(Y.size) * Y.shape[1]):
+                M = (Y * alpha).T @ F  # A' K A
             gtg += (M + M.T) / 2
             J += float(alpha.sum()) - 0.5 * float(np.sum(sigma * M))
             alphas.append(alpha)
@@ -135,12 +137,14 @@ class _CrossModalProblem:
         hinge = 0.0
         self.biases = []
         for F, Y in zip(sub.F, self.Ys, strict=True):
-            scores = F @ sigma  # tr(W^[m]' X_ic) = (K A S)_ic
+            with blas_for(float(F.size) * F.shape[1]):
+                scores = F @ sigma  # tr(W^[m]' X_ic) = (K A S)_ic
             b = np.array([best_bias(scores[:, c], Y[:, c]) for c in range(Y.shape[1])])
             hinge += float(np.maximum(0.0, 1.0 - Y * (scores + b)).sum())
             self.biases.append(b)
-        primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * hinge
-        top = float(np.linalg.eigvalsh(sub.gtg)[-1])
+        with blas_for(30.0 * sigma.shape[0] ** 3):
+            primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * hinge
+            top = float(np.linalg.eigvalsh(sub.gtg)[-1])
         dual = sum(float(a.sum()) for a in sub.alpha) / max(1.0, np.sqrt(max(top, 0.0)))
         self.best_dual = max(self.best_dual, dual)
         self.timings["certificate"] += time.perf_counter() - t0

@@ -37,6 +37,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from multikernel._threads import blas_for
 from multikernel.bilinear.solver import _Problem, minimize_psd, psd_factor
 from multikernel.core.validation import check_positive_real
 from multikernel.estimators.kernel_input import KernelInputMixin
@@ -140,8 +141,10 @@ class StackKernel:
         return np.stack([Tc @ a for Tc in self.T], axis=1)
 
     def gtg(self, a: np.ndarray) -> np.ndarray:
-        G = self.features(a)
-        M = G.T @ G
+        n = a.shape[0]
+        with blas_for(float(n) * n * self.w):
+            G = self.features(a)
+            M = G.T @ G
         return np.diag(np.diag(M)) if self.block_diagonal else M
 
 

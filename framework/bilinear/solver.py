@@ -26,8 +26,8 @@ import warnings
 import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
+from multikernel._threads import blas_for
 from multikernel.solve.smo import solve_qp
 
 __all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "psd_factor", "MatrixKernel",
@@ -37,7 +37,6 @@ __all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "ps
 _ARMIJO = 1e-4
 _BACKTRACK = 0.5
 _MAX_BACKTRACKS = 40
-_SERIAL_EIGH = 256
 
 
 @attrs.frozen
@@ -114,17 +113,23 @@ class MatrixKernel:
 
         ``factor`` is ``psd_factor(sigma)`` when the caller has it (the projection step computes it anyway).
         """
-        V, lam = psd_factor(sigma) if factor is None else factor
         n, h, w = self.X.shape
+        if factor is None:
+            with blas_for(10.0 * w**3):
+                factor = psd_factor(sigma)
+        V, lam = factor
         if lam.size == 0:
             return np.zeros((n, n))
         # one (n h, w) x (w, r) product: a batched 3-D matmul is several times slower
-        Y = (self.X.reshape(n * h, w) @ (V * np.sqrt(lam))).reshape(n, -1)
-        return Y @ Y.T
+        with blas_for(float(n) * n * h * lam.size + float(n) * h * w * lam.size):
+            Y = (self.X.reshape(n * h, w) @ (V * np.sqrt(lam))).reshape(n, -1)
+            return Y @ Y.T
 
     def gtg(self, a: np.ndarray) -> np.ndarray:
-        G = np.tensordot(a, self.X, axes=1)
-        return G.T @ G
+        n, h, w = self.X.shape
+        with blas_for(float(n) * h * w + float(h) * w * w):
+            G = np.tensordot(a, self.X, axes=1)
+            return G.T @ G
 
 
 def best_bias(scores: np.ndarray, y: np.ndarray) -> float:
@@ -207,13 +212,15 @@ class _Problem:
     def certify(self, sigma: np.ndarray, sub: SubSolution) -> tuple[float, float]:
         """The primal upper bound of ``W = G S`` with its best bias, and the best dual lower bound so far."""
         t0 = time.perf_counter()
-        # <G S, X_i> = sum_j a_j tr(S X_j' X_i) = (K(S) a)_i
-        scores = sub.gram @ (sub.alpha * self.y)
-        self.bias = best_bias(scores, self.y)
-        hinge = np.maximum(0.0, 1.0 - self.y * (scores + self.bias)).sum()
-        primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * float(hinge)
-        # alpha / max(1, ||G||_2) is feasible for the dual of (2): box scaled down, y'alpha = 0 kept
-        top = float(np.linalg.eigvalsh(sub.gtg)[-1]) if sub.gtg.size else 0.0
+        n, w = sub.gram.shape[0], sigma.shape[0]
+        with blas_for(float(n) * n + 30.0 * w**3):
+            # <G S, X_i> = sum_j a_j tr(S X_j' X_i) = (K(S) a)_i
+            scores = sub.gram @ (sub.alpha * self.y)
+            self.bias = best_bias(scores, self.y)
+            hinge = np.maximum(0.0, 1.0 - self.y * (scores + self.bias)).sum()
+            primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * float(hinge)
+            # alpha / max(1, ||G||_2) is feasible for the dual of (2): box scaled down, y'alpha = 0 kept
+            top = float(np.linalg.eigvalsh(sub.gtg)[-1]) if sub.gtg.size else 0.0
         dual = float(sub.alpha.sum()) / max(1.0, np.sqrt(max(top, 0.0)))
         self.best_dual = max(self.best_dual, dual)
         self.timings["certificate"] += time.perf_counter() - t0
@@ -262,10 +269,10 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
         eta = step
         for _ in range(_MAX_BACKTRACKS):
             t0 = time.perf_counter()
-            # a small (w, w) eigh is several times slower with a BLAS thread pool than on one thread
-            with threadpool_limits(limits=1 if w <= _SERIAL_EIGH else None):
+            # a small (w, w) eigh is many times slower with a BLAS thread pool than on one thread
+            with blas_for(10.0 * w**3):
                 V, lam = psd_factor(sigma - eta * grad)
-            trial = (V * lam) @ V.T
+                trial = (V * lam) @ V.T
             prob.timings["eig"] += time.perf_counter() - t0
             diff = trial - sigma
             decrease = float(np.sum(grad * diff))
