@@ -66,7 +66,8 @@ class BilinearFit:
     converged : bool
         Whether ``gap <= tol``.
     history : list of dict
-        Per accepted step: ``objective``, ``primal``, ``dual``, ``gap``, ``rank``, ``step``, ``time``.
+        Per accepted step (the first entry: the start): ``objective``, ``primal``, ``dual``, ``gap``, ``rank``,
+        ``step``, ``time`` (seconds since the start of the fit, the first SVM solve included).
     timings : dict
         Seconds spent in ``svm`` (the SMO), ``gram`` (kernel build), ``eig`` (eigen-decompositions) and
         ``certificate`` (bounds).
@@ -255,12 +256,12 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
     :func:`fit_trace_norm` for the stopping rules.
     """
     w = sigma.shape[0]
+    start = time.perf_counter()
     sub = prob.svm(sigma, alpha0)
     primal, dual = prob.certify(sigma, sub)
     gap = _relative_gap(primal, dual)
-    start = time.perf_counter()
     history = [dict(objective=sub.objective, primal=primal, dual=dual, gap=gap,
-                    rank=int(psd_factor(sigma, 1e-6)[1].size), step=0.0, time=0.0)]
+                    rank=int(psd_factor(sigma, 1e-6)[1].size), step=0.0, time=time.perf_counter() - start)]
     step = 1.0
     n_iter = 0
     while gap > tol and n_iter < max_iter:
