@@ -154,3 +154,19 @@ def test_bad_input():
         HMKLClassifier(kernels="precomputed").fit(Ks, np.ones(18))
     with pytest.raises(ValueError, match="max_iter"):
         HMKLClassifier(kernels="precomputed", max_iter=-1).fit(Ks, y)
+
+
+def test_single_kernel_is_the_kernel_svm_with_a_plain_norm():
+    # P24 / P11: w = 1 => min ||beta||_K + C hinge, the SVM with the non-squared RKHS norm (cvxpy on K^(1/2))
+    import cvxpy as cp
+
+    views, y = _views(8, n=20)
+    K = _rbf(views[0], views[0])
+    est = _fit(HMKLClassifier(kernels="precomputed", normalize="none", C=0.7, tol=1e-7, max_iter=500), K, y)
+    e, U = np.linalg.eigh(K)
+    root = (U * np.sqrt(np.clip(e, 0, None))) @ U.T
+    v, b = cp.Variable(20), cp.Variable()
+    prob = cp.Problem(cp.Minimize(cp.norm(v, 2) + 0.7 * cp.sum(cp.pos(1 - cp.multiply(y, root @ v + b)))))
+    prob.solve(solver="CLARABEL")
+    assert est.fit_info_[0]["primal"] == pytest.approx(prob.value, rel=1e-5)
+    assert est.sigma_.shape == (1, 1, 1) and est.rank_[0] == 1
