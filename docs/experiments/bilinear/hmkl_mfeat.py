@@ -134,11 +134,12 @@ def main() -> None:
 def write_report(done: list[dict], args: argparse.Namespace) -> None:
     frame = pd.DataFrame(done)
     lines = ["# hMKL on the six views of mfeat", "",
-             f"`python docs/experiments/bilinear/hmkl_mfeat.py --n-train {args.n_train} --repeats {args.repeats}`: "
+             f"`python docs/experiments/bilinear/hmkl_mfeat.py --data ../shared/data/mfeat.csv "
+             f"--n-train {args.n_train} --repeats {args.repeats}`: "
              f"{args.n_train} training samples (stratified), the other {2000 - args.n_train} for testing, "
              f"{args.repeats} splits; one RBF kernel per view (standardized features, bandwidth = mean squared "
              f"training distance); C by 3-fold CV on the training part over {args.C_grid}. Test error in %, "
-             "mean +- std over the splits; time = CV + refit, seconds (shared 2-core machine).", "",
+             "mean +- std over the splits; time = CV + refit, seconds (shared 2-core machine, heavily loaded).", "",
              "| method | test error (%) | C chosen | time (s) |", "|---|---|---|---|"]
     for method, group in frame.groupby("method", sort=False):
         err = 100 * group["test_error"]
