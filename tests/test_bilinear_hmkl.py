@@ -5,7 +5,9 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from multikernel.bilinear import HMKLClassifier, kernel_transforms
 from multikernel.bilinear.reference import nuclear_norm_svm_cvxpy
@@ -150,8 +152,10 @@ def test_bad_input():
     Ks = np.stack([v @ v.T for v in views])
     with pytest.raises(ValueError, match="transformation must be one of"):
         HMKLClassifier(kernels="precomputed", transformation="sum").fit(Ks, y)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="only one class"):
         HMKLClassifier(kernels="precomputed").fit(Ks, np.ones(18))
+    with pytest.raises(ValueError, match="requires y"):
+        HMKLClassifier(kernels="precomputed").fit(Ks, None)
     with pytest.raises(ValueError, match="max_iter"):
         HMKLClassifier(kernels="precomputed", max_iter=-1).fit(Ks, y)
 
@@ -170,3 +174,11 @@ def test_single_kernel_is_the_kernel_svm_with_a_plain_norm():
     prob.solve(solver="CLARABEL")
     assert est.fit_info_[0]["primal"] == pytest.approx(prob.value, rel=1e-5)
     assert est.sigma_.shape == (1, 1, 1) and est.rank_[0] == 1
+
+
+@parametrize_with_checks([HMKLClassifier(max_iter=5, tol=1e-2),
+                          HMKLClassifier(kernels="precomputed", max_iter=5, tol=1e-2)])
+def test_sklearn_conformance(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=ConvergenceWarning)
+        check(estimator)

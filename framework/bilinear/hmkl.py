@@ -35,7 +35,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from multikernel._threads import blas_for
 from multikernel.bilinear.solver import _Problem, minimize_psd, psd_factor
@@ -200,8 +200,10 @@ class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         ``rank(S)``.
     duality_gap_ : ndarray of shape (n_problems,)
     n_iter_ : ndarray of shape (n_problems,)
+        Sub-problem solves on the accepted path: the start ``S = I`` plus the projected-gradient steps.
     fit_info_ : list of dict
-        Per problem: ``primal``, ``dual``, ``gap``, ``n_iter``, ``history``, ``timings``.
+        Per problem: ``primal``, ``dual``, ``gap``, ``n_iter`` (projected-gradient steps), ``history``,
+        ``timings``.
     kernel_names_ : list of str
     """
 
@@ -238,15 +240,15 @@ class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     def fit(self, X: object, y: object) -> HMKLClassifier:
         """Fit on features (or precomputed kernels, ``kernels="precomputed"``) ``X`` and labels ``y``."""
         self._check_params()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         stack, y = self._fit_stack(X, y)
-        y = np.asarray(y)
-        if y.ndim != 1:
-            raise ValueError(f"y must be 1-D (one label per sample); got shape {y.shape}")
+        y = column_or_1d(y, warn=True)
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
         if self.classes_.size < 2:
-            raise ValueError(f"y has a single class {self.classes_[0]!r}; a classifier needs at least two")
+            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
         codes = encoder.transform(y)
         kernels = [np.asarray(stack.kernel(m), dtype=np.float64) for m in range(stack.n_kernels)]
         T, B = kernel_transforms(kernels, self.transformation, self.cutoff)
@@ -274,7 +276,8 @@ class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         self.intercept_ = np.asarray(biases)
         self.rank_ = np.array([psd_factor(s, self.rank_tol)[1].size for s in sigmas])
         self.duality_gap_ = np.array([d["gap"] for d in info])
-        self.n_iter_ = np.array([d["n_iter"] for d in info])
+        # the solve at S = I counts as the first iteration (scikit-learn's convention: n_iter_ >= 1)
+        self.n_iter_ = np.array([d["n_iter"] + 1 for d in info])
         self.fit_info_ = info
         return self
 
