@@ -26,17 +26,17 @@ import warnings
 import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
+from multikernel._threads import blas_for
 from multikernel.solve.smo import solve_qp
 
-__all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "psd_factor"]
+__all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "psd_factor", "MatrixKernel",
+           "minimize_psd", "trace_norm_from_gtg", "SubSolution", "PSDResult"]
 
 # Armijo sufficient-decrease constant and backtracking factor (spec section 12 defaults).
 _ARMIJO = 1e-4
 _BACKTRACK = 0.5
 _MAX_BACKTRACKS = 40
-_SERIAL_EIGH = 256
 
 
 @attrs.frozen
@@ -66,7 +66,8 @@ class BilinearFit:
     converged : bool
         Whether ``gap <= tol``.
     history : list of dict
-        Per accepted step: ``objective``, ``primal``, ``dual``, ``gap``, ``rank``, ``step``, ``time``.
+        Per accepted step (the first entry: the start): ``objective``, ``primal``, ``dual``, ``gap``, ``rank``,
+        ``step``, ``time`` (seconds since the start of the fit, the first SVM solve included).
     timings : dict
         Seconds spent in ``svm`` (the SMO), ``gram`` (kernel build), ``eig`` (eigen-decompositions) and
         ``certificate`` (bounds).
@@ -97,18 +98,39 @@ def psd_factor(sigma: np.ndarray, rank_tol: float = 0.0) -> tuple[np.ndarray, np
     return V[:, keep], lam[keep]
 
 
-def _gram(X: np.ndarray, sigma: np.ndarray, factor: tuple | None = None) -> np.ndarray:
-    """``K_ij = tr(S X_i' X_j)`` by the factor route: ``Y_i = X_i W_w``, ``K = <vec Y_i, vec Y_j>``.
+class MatrixKernel:
+    """The learnt kernel of matrix samples: ``K_ij(S) = tr(S X_i' X_j)`` and ``G(a)'G(a)``, ``G(a) = sum_i a_i X_i``.
 
-    ``factor`` is ``psd_factor(sigma)`` when the caller has it (the projection step computes it anyway).
+    Any object with ``w``, ``gram(sigma, factor)`` and ``gtg(a)`` can replace it in :func:`minimize_psd`: the
+    heterogeneous MKL (:mod:`multikernel.bilinear.hmkl`) reads the same two quantities off a kernel stack.
     """
-    V, lam = psd_factor(sigma) if factor is None else factor
-    if lam.size == 0:
-        return np.zeros((X.shape[0], X.shape[0]))
-    n, h, w = X.shape
-    # one (n h, w) x (w, r) product: a batched 3-D matmul is several times slower
-    Y = (X.reshape(n * h, w) @ (V * np.sqrt(lam))).reshape(n, -1)
-    return Y @ Y.T
+
+    def __init__(self, X: np.ndarray) -> None:
+        self.X = X
+        self.w = X.shape[2]
+
+    def gram(self, sigma: np.ndarray, factor: tuple | None = None) -> np.ndarray:
+        """``K(S)`` by the factor route: ``Y_i = X_i W_w``, ``K = <vec Y_i, vec Y_j>``.
+
+        ``factor`` is ``psd_factor(sigma)`` when the caller has it (the projection step computes it anyway).
+        """
+        n, h, w = self.X.shape
+        if factor is None:
+            with blas_for(10.0 * w**3):
+                factor = psd_factor(sigma)
+        V, lam = factor
+        if lam.size == 0:
+            return np.zeros((n, n))
+        # one (n h, w) x (w, r) product: a batched 3-D matmul is several times slower
+        with blas_for(float(n) * n * h * lam.size + float(n) * h * w * lam.size):
+            Y = (self.X.reshape(n * h, w) @ (V * np.sqrt(lam))).reshape(n, -1)
+            return Y @ Y.T
+
+    def gtg(self, a: np.ndarray) -> np.ndarray:
+        n, h, w = self.X.shape
+        with blas_for(float(n) * h * w + float(h) * w * w):
+            G = np.tensordot(a, self.X, axes=1)
+            return G.T @ G
 
 
 def best_bias(scores: np.ndarray, y: np.ndarray) -> float:
@@ -136,51 +158,155 @@ def primal_objective(coef: np.ndarray, bias: float, X: np.ndarray, y: np.ndarray
     return float(np.linalg.svd(coef, compute_uv=False).sum() + C * hinge)
 
 
-class _Problem:
-    """Bookkeeping of one binary problem: SVM solves with warm start, bounds, timings."""
+def trace_norm_from_gtg(sigma: np.ndarray, gtg: np.ndarray) -> float:
+    """``||G S||_*`` from ``G'G`` only (the singular values of ``G S`` are those of ``R S``, ``R'R = G'G``).
 
-    def __init__(self, X: np.ndarray, y: np.ndarray, C: float, inner_tol: float) -> None:
-        self.X, self.y, self.C, self.inner_tol = X, y, C, inner_tol
+    Taking ``R`` from the eigen-decomposition of the small ``(w, w)`` matrix keeps the accuracy of an SVD
+    (square roots of the eigenvalues of ``S G'G S`` would lose half the digits of the small singular values).
+    """
+    d, Q = np.linalg.eigh((gtg + gtg.T) / 2)
+    R = np.sqrt(np.clip(d, 0.0, None))[:, None] * Q.T
+    return float(np.linalg.svd(R @ sigma, compute_uv=False).sum())
+
+
+@attrs.define
+class SubSolution:
+    """The SVM sub-problem (15) at one ``S``: ``alpha``, ``J(S)``, ``G'G`` and the learnt kernel ``K(S)``."""
+
+    alpha: np.ndarray
+    objective: float
+    gtg: np.ndarray
+    gram: np.ndarray
+
+
+class _Problem:
+    """One binary problem over a learnt kernel: SVM solves with warm start, bounds, timings.
+
+    :func:`minimize_psd` uses only ``svm``, ``certify``, ``inner_tol`` and ``timings``; the cross-modal
+    problem (:mod:`multikernel.bilinear.crossmodal`) implements the same four with its block SMO.
+    """
+
+    def __init__(self, kernel, y: np.ndarray, C: float, inner_tol: float) -> None:
+        self.kernel, self.y, self.C, self.inner_tol = kernel, y, C, inner_tol
         self.timings = {"svm": 0.0, "gram": 0.0, "eig": 0.0, "certificate": 0.0}
         self.best_dual = -np.inf
+        self.bias = 0.0
 
-    def svm(self, sigma: np.ndarray, alpha0: np.ndarray | None,
-            factor: tuple | None = None) -> tuple[np.ndarray, float, float, np.ndarray]:
-        """Solve sub-problem (15) at ``sigma``: returns ``alpha``, the SVM bias, ``J(sigma)`` and ``G'G``."""
+    def svm(self, sigma: np.ndarray, alpha0: np.ndarray | None, factor: tuple | None = None) -> SubSolution:
+        """Solve sub-problem (15) at ``sigma`` (SMO warm-started from ``alpha0``)."""
         t0 = time.perf_counter()
-        K = _gram(self.X, sigma, factor)
+        K = self.kernel.gram(sigma, factor)
         t1 = time.perf_counter()
         with warnings.catch_warnings():
             # K(S) is PSD in exact arithmetic; rounding can show tiny negative curvature on rank-deficient S
             warnings.filterwarnings("ignore", category=RuntimeWarning, message=".*semi-definite.*")
-            res = solve_qp(K, self.y, p=-1.0, lower=0.0, upper=self.C, y_sum=0.0, alpha0=alpha0,
-                           tol=self.inner_tol)
+            res = solve_qp(K, self.y, p=-1.0, lower=0.0, upper=self.C, y_sum=0.0,
+                           alpha0=alpha0, tol=self.inner_tol)
         t2 = time.perf_counter()
         self.timings["gram"] += t1 - t0
         self.timings["svm"] += t2 - t1
         alpha = res.alpha
-        G = np.tensordot(alpha * self.y, self.X, axes=1)
-        GtG = G.T @ G
+        GtG = self.kernel.gtg(alpha * self.y)
         J = 0.5 * np.trace(sigma) + alpha.sum() - 0.5 * float(np.sum(sigma * GtG))
-        return alpha, float(res.bias), J, GtG
+        return SubSolution(alpha, J, GtG, K)
 
-    def certify(self, sigma: np.ndarray, alpha: np.ndarray) -> tuple[np.ndarray, float, float, float]:
-        """``W = G S``, its best bias, the primal upper bound and the best dual lower bound so far."""
+    def certify(self, sigma: np.ndarray, sub: SubSolution) -> tuple[float, float]:
+        """The primal upper bound of ``W = G S`` with its best bias, and the best dual lower bound so far."""
         t0 = time.perf_counter()
-        G = np.tensordot(alpha * self.y, self.X, axes=1)
-        coef = G @ sigma
-        scores = np.tensordot(self.X, coef, axes=([1, 2], [0, 1]))
-        bias = best_bias(scores, self.y)
-        primal = primal_objective(coef, bias, self.X, self.y, self.C)
-        # alpha / max(1, ||G||_2) is feasible for the dual of (2): box scaled down, y'alpha = 0 kept
-        dual = float(alpha.sum()) / max(1.0, float(np.linalg.norm(G, 2)))
+        n, w = sub.gram.shape[0], sigma.shape[0]
+        with blas_for(float(n) * n + 30.0 * w**3):
+            # <G S, X_i> = sum_j a_j tr(S X_j' X_i) = (K(S) a)_i
+            scores = sub.gram @ (sub.alpha * self.y)
+            self.bias = best_bias(scores, self.y)
+            hinge = np.maximum(0.0, 1.0 - self.y * (scores + self.bias)).sum()
+            primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * float(hinge)
+            # alpha / max(1, ||G||_2) is feasible for the dual of (2): box scaled down, y'alpha = 0 kept
+            top = float(np.linalg.eigvalsh(sub.gtg)[-1]) if sub.gtg.size else 0.0
+        dual = float(sub.alpha.sum()) / max(1.0, np.sqrt(max(top, 0.0)))
         self.best_dual = max(self.best_dual, dual)
         self.timings["certificate"] += time.perf_counter() - t0
-        return coef, bias, primal, self.best_dual
+        return primal, self.best_dual
 
 
 def _relative_gap(primal: float, dual: float) -> float:
     return max(primal - dual, 0.0) / max(abs(primal), np.finfo(float).tiny)
+
+
+@attrs.frozen
+class PSDResult:
+    """What :func:`minimize_psd` returns: the last accepted iterate and its certificate."""
+
+    sigma: np.ndarray
+    sub: object
+    primal: float
+    dual: float
+    gap: float
+    n_iter: int
+    converged: bool
+    history: list
+
+
+def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float = 1e-3, max_iter: int = 500,
+                 min_inner_tol: float = 1e-10, stall_window: int = 20) -> PSDResult:
+    """Projected gradient on the PSD cone for ``min_S J(S)`` (section 3.2), for any problem ``prob``.
+
+    ``prob.svm(S, alpha0, factor)`` returns the sub-problem's solution with ``objective`` (``J(S)``) and
+    ``gtg`` (``G'G``, so that ``grad J = 1/2 (I - G'G)``); ``prob.certify(S, sub)`` returns the primal upper
+    bound and the best dual lower bound.  The step is Armijo backtracking along the projection arc; see
+    :func:`fit_trace_norm` for the stopping rules.
+    """
+    w = sigma.shape[0]
+    start = time.perf_counter()
+    sub = prob.svm(sigma, alpha0)
+    primal, dual = prob.certify(sigma, sub)
+    gap = _relative_gap(primal, dual)
+    history = [dict(objective=sub.objective, primal=primal, dual=dual, gap=gap,
+                    rank=int(psd_factor(sigma, 1e-6)[1].size), step=0.0, time=time.perf_counter() - start)]
+    step = 1.0
+    n_iter = 0
+    while gap > tol and n_iter < max_iter:
+        grad = 0.5 * (np.eye(w) - sub.gtg)
+        accepted = False
+        eta = step
+        for _ in range(_MAX_BACKTRACKS):
+            t0 = time.perf_counter()
+            # a small (w, w) eigh is many times slower with a BLAS thread pool than on one thread
+            with blas_for(10.0 * w**3):
+                V, lam = psd_factor(sigma - eta * grad)
+                trial = (V * lam) @ V.T
+            prob.timings["eig"] += time.perf_counter() - t0
+            diff = trial - sigma
+            decrease = float(np.sum(grad * diff))
+            if not np.any(diff) or decrease >= 0:
+                break  # projected-gradient stationary at this accuracy
+            sub_t = prob.svm(trial, sub.alpha, (V, lam))
+            if sub_t.objective <= sub.objective + _ARMIJO * decrease:
+                accepted = True
+                break
+            eta *= _BACKTRACK
+        if not accepted:
+            if prob.inner_tol <= min_inner_tol:
+                break
+            # the inexact inner solution is what blocks the descent: solve it more accurately at sigma
+            prob.inner_tol = max(prob.inner_tol / 10, min_inner_tol)
+            sub = prob.svm(sigma, sub.alpha)
+            primal, dual = prob.certify(sigma, sub)
+            gap = _relative_gap(primal, dual)
+            continue
+        sigma, sub = trial, sub_t
+        step = 2 * eta
+        n_iter += 1
+        primal, dual = prob.certify(sigma, sub)
+        gap = _relative_gap(primal, dual)
+        history.append(dict(objective=sub.objective, primal=primal, dual=dual, gap=gap,
+                            rank=int(lam.size if lam.size == 0 else (lam > 1e-6 * lam.max()).sum()),
+                            step=eta, time=time.perf_counter() - start))
+        if n_iter >= stall_window:
+            before = history[-1 - stall_window]["objective"]
+            if before - sub.objective <= 0.1 * tol * abs(sub.objective):
+                break
+    return PSDResult(sigma=sigma, sub=sub, primal=primal, dual=dual, gap=gap, n_iter=n_iter,
+                     converged=gap <= tol, history=history)
 
 
 def fit_trace_norm(
@@ -231,61 +357,16 @@ def fit_trace_norm(
     """
     X = np.ascontiguousarray(X, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    n, _, w = X.shape
-    prob = _Problem(X, y, float(C), float(inner_tol))
+    w = X.shape[2]
+    prob = _Problem(MatrixKernel(X), y, float(C), float(inner_tol))
     sigma = np.eye(w) if sigma0 is None else np.array(sigma0, dtype=np.float64)
-    alpha, _, J, GtG = prob.svm(sigma, alpha0)
-    coef, bias, primal, dual = prob.certify(sigma, alpha)
-    gap = _relative_gap(primal, dual)
-    start = time.perf_counter()
-    history = [dict(objective=J, primal=primal, dual=dual, gap=gap, rank=int(psd_factor(sigma, 1e-6)[1].size),
-                    step=0.0, time=0.0)]
-    step = 1.0
-    n_iter = 0
-    while gap > tol and n_iter < max_iter:
-        grad = 0.5 * (np.eye(w) - GtG)
-        accepted = False
-        eta = step
-        for _ in range(_MAX_BACKTRACKS):
-            t0 = time.perf_counter()
-            # a small (w, w) eigh is several times slower with a BLAS thread pool than on one thread
-            with threadpool_limits(limits=1 if w <= _SERIAL_EIGH else None):
-                V, lam = psd_factor(sigma - eta * grad)
-            trial = (V * lam) @ V.T
-            prob.timings["eig"] += time.perf_counter() - t0
-            diff = trial - sigma
-            decrease = float(np.sum(grad * diff))
-            if not np.any(diff) or decrease >= 0:
-                break  # projected-gradient stationary at this accuracy
-            alpha_t, _, J_t, GtG_t = prob.svm(trial, alpha, (V, lam))
-            if J_t <= J + _ARMIJO * decrease:
-                accepted = True
-                break
-            eta *= _BACKTRACK
-        if not accepted:
-            if prob.inner_tol <= min_inner_tol:
-                break
-            # the inexact inner solution is what blocks the descent: solve it more accurately at sigma
-            prob.inner_tol = max(prob.inner_tol / 10, min_inner_tol)
-            alpha, _, J, GtG = prob.svm(sigma, alpha)
-            coef, bias, primal, dual = prob.certify(sigma, alpha)
-            gap = _relative_gap(primal, dual)
-            continue
-        sigma, alpha, J, GtG = trial, alpha_t, J_t, GtG_t
-        step = 2 * eta
-        n_iter += 1
-        coef, bias, primal, dual = prob.certify(sigma, alpha)
-        gap = _relative_gap(primal, dual)
-        history.append(dict(objective=J, primal=primal, dual=dual, gap=gap,
-                            rank=int(lam.size if lam.size == 0 else (lam > 1e-6 * lam.max()).sum()),
-                            step=eta, time=time.perf_counter() - start))
-        if n_iter >= stall_window:
-            before = history[-1 - stall_window]["objective"]
-            if before - J <= 0.1 * tol * abs(J):
-                break
-    converged = gap <= tol
-    if not converged:
-        warnings.warn(f"the trace-norm bilinear fit stopped after {n_iter} steps with a certified relative "
-                      f"gap {gap:.2e} > tol={tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
-    return BilinearFit(sigma=sigma, alpha=alpha, bias=bias, coef=coef, objective=J, primal=primal, dual=dual,
-                       gap=gap, n_iter=n_iter, converged=converged, history=history, timings=prob.timings)
+    res = minimize_psd(prob, sigma, alpha0, tol=tol, max_iter=max_iter, min_inner_tol=min_inner_tol,
+                       stall_window=stall_window)
+    if not res.converged:
+        warnings.warn(f"the trace-norm bilinear fit stopped after {res.n_iter} steps with a certified relative "
+                      f"gap {res.gap:.2e} > tol={tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+    alpha = res.sub.alpha
+    coef = np.tensordot(alpha * y, X, axes=1) @ res.sigma  # eq. (18)
+    return BilinearFit(sigma=res.sigma, alpha=alpha, bias=prob.bias, coef=coef, objective=res.sub.objective,
+                       primal=res.primal, dual=res.dual, gap=res.gap, n_iter=res.n_iter, converged=res.converged,
+                       history=res.history, timings=prob.timings)

@@ -1,0 +1,327 @@
+"""Cross-modal learning in the bilinear framework: Kobayashi (IJCV 2014), section 5.2.
+
+Two modalities (for example images and attribute vectors, or two views of the same objects) with their own
+samples, sample counts and kernels, labelled with the same ``w`` classes.  A sample ``x`` of modality ``m``
+becomes the matrices ``X_c = x e_c'`` (one per class ``c``), and the trace-norm bilinear classifier with a
+shared column factor ``W_w`` (``w x r``) and one row factor ``W_h^[m]`` per modality is learnt over
+``S = W_w W_w'`` (eq. 50):
+
+    min_{S >= 0}  1/2 tr(S) + sum_m max_{alpha in Omega^[m]} 1'alpha - 1/2 tr(S A^[m]' K^[m] A^[m]),
+
+``A_ic = y_ic alpha_ic`` (one-vs-rest signs), ``Omega^[m]`` the box ``[0, C]`` with one equality per class.
+The inner maximisation of each modality is solved by the class-wise block SMO of section 5.2.1 (Cython,
+:mod:`multikernel._ext._crossmodal`), the outer one by the projected gradient shared with the bilinear
+classifier (:func:`~multikernel.bilinear.solver.minimize_psd`, ``grad J = 1/2 (I - sum_m A' K A)``), with the
+same certified duality gap.  ``W_h^[m]' x = W_w' A^[m]' k^[m](x)`` maps each modality into the common space of
+dimension ``rank(S)``, found by the optimisation (at most ``w``); retrieval across modalities is 1-NN there.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+
+import attrs
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import pairwise_distances
+from sklearn.preprocessing import KernelCenterer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from multikernel._ext import _crossmodal
+from multikernel._threads import blas_for
+from multikernel.bilinear.solver import best_bias, minimize_psd, psd_factor, trace_norm_from_gtg
+from multikernel.core.interfaces import KernelBuilder
+from multikernel.core.registry import get_registry
+from multikernel.core.validation import check_positive_real
+
+__all__ = ["CrossModalEmbedding", "solve_block_smo", "retrieval_ranks", "cmc_curve"]
+
+
+def _one_vs_rest(codes: np.ndarray, w: int) -> np.ndarray:
+    """``y_ic = +1`` if sample ``i`` is of class ``c``, else ``-1`` (eq. 49); shape (n, w)."""
+    Y = -np.ones((codes.size, w))
+    Y[np.arange(codes.size), codes] = 1.0
+    return Y
+
+
+def solve_block_smo(K: np.ndarray, Y: np.ndarray, sigma: np.ndarray, C: float, *, alpha0: np.ndarray | None = None,
+                    tol: float = 1e-3, max_iter: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Sub-problem (52) of one modality by the class-wise block SMO (section 5.2.1).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        Symmetric PSD kernel of the modality (float32 or float64).
+    Y : ndarray of shape (n, w)
+        One-vs-rest signs in {-1, +1}.
+    sigma : ndarray of shape (w, w)
+        The PSD matrix ``S``.
+    C : float
+        Upper bound of every ``alpha_ic``.
+    alpha0 : ndarray of shape (n, w), optional
+        Feasible warm start (default zeros).
+    tol : float, default=1e-3
+        Stop when every block's KKT gap (eq. 57) is below ``tol``.
+    max_iter : int, optional
+        SMO steps over all blocks; default ``max(10**7, 100 n w)`` (a ``ConvergenceWarning`` when reached).
+
+    Returns
+    -------
+    alpha : ndarray of shape (n, w)
+    F : ndarray of shape (n, w)
+        ``K (Y * alpha)``.
+    info : dict
+        ``n_iter``, ``n_blocks``, ``gaps`` (per block), ``hit_max_iter``.
+    """
+    K = np.ascontiguousarray(K)
+    if K.dtype not in (np.float32, np.float64):
+        K = K.astype(np.float64)
+    Y = np.ascontiguousarray(Y, dtype=np.float64)
+    n, w = Y.shape
+    alpha = np.zeros((n, w)) if alpha0 is None else np.array(alpha0, dtype=np.float64, order="C")
+    F = np.ascontiguousarray(K @ (Y * alpha), dtype=np.float64)
+    limit = max(10_000_000, 100 * n * w) if max_iter is None else int(max_iter)
+    info = _crossmodal.block_smo(K, Y, np.ascontiguousarray(sigma, dtype=np.float64), alpha, F, float(C),
+                                 float(tol), limit)
+    if info["hit_max_iter"]:
+        warnings.warn(f"the block SMO stopped at max_iter={limit} with a KKT gap {max(info['gaps']):.3g} > "
+                      f"tol={tol:g}; check that the kernel is symmetric PSD, or raise max_iter or tol",
+                      ConvergenceWarning, stacklevel=2)
+    return alpha, F, info
+
+
+@attrs.define
+class _Sub:
+    """The sub-problems of all modalities at one ``S``."""
+
+    alpha: list
+    F: list
+    objective: float
+    gtg: np.ndarray
+
+
+class _CrossModalProblem:
+    """Outer-problem bookkeeping for :func:`minimize_psd`: block-SMO solves with warm start and the bounds."""
+
+    def __init__(self, kernels: list[np.ndarray], Ys: list[np.ndarray], C: float, inner_tol: float) -> None:
+        self.kernels, self.Ys, self.C, self.inner_tol = kernels, Ys, C, inner_tol
+        self.timings = {"svm": 0.0, "gram": 0.0, "eig": 0.0, "certificate": 0.0}
+        self.best_dual = -np.inf
+        self.biases: list[np.ndarray] = []
+
+    def svm(self, sigma: np.ndarray, previous: _Sub | list | None, factor: tuple | None = None) -> _Sub:
+        t0 = time.perf_counter()
+        starts = previous.alpha if isinstance(previous, _Sub) else previous
+        alphas, Fs = [], []
+        J = 0.5 * float(np.trace(sigma))
+        gtg = np.zeros_like(sigma)
+        for m, (K, Y) in enumerate(zip(self.kernels, self.Ys, strict=True)):
+            alpha, F, _ = solve_block_smo(K, Y, sigma, self.C, alpha0=None if starts is None else starts[m],
+                                          tol=self.inner_tol)
+            with blas_for(float(Y.size) * Y.shape[1]):
+                M = (Y * alpha).T @ F  # A' K A
+            gtg += (M + M.T) / 2
+            J += float(alpha.sum()) - 0.5 * float(np.sum(sigma * M))
+            alphas.append(alpha)
+            Fs.append(F)
+        self.timings["svm"] += time.perf_counter() - t0
+        return _Sub(alphas, Fs, J, gtg)
+
+    def certify(self, sigma: np.ndarray, sub: _Sub) -> tuple[float, float]:
+        """Primal (39) of ``W = G S`` with the best bias per modality and class; the best dual bound so far."""
+        t0 = time.perf_counter()
+        hinge = 0.0
+        self.biases = []
+        for F, Y in zip(sub.F, self.Ys, strict=True):
+            with blas_for(float(F.size) * F.shape[1]):
+                scores = F @ sigma  # tr(W^[m]' X_ic) = (K A S)_ic
+            b = np.array([best_bias(scores[:, c], Y[:, c]) for c in range(Y.shape[1])])
+            hinge += float(np.maximum(0.0, 1.0 - Y * (scores + b)).sum())
+            self.biases.append(b)
+        with blas_for(30.0 * sigma.shape[0] ** 3):
+            primal = trace_norm_from_gtg(sigma, sub.gtg) + self.C * hinge
+            top = float(np.linalg.eigvalsh(sub.gtg)[-1])
+        dual = sum(float(a.sum()) for a in sub.alpha) / max(1.0, np.sqrt(max(top, 0.0)))
+        self.best_dual = max(self.best_dual, dual)
+        self.timings["certificate"] += time.perf_counter() - t0
+        return primal, self.best_dual
+
+
+def _builder(kernel: object, params: dict | None, name: str) -> KernelBuilder:
+    if isinstance(kernel, KernelBuilder):
+        if params:
+            raise ValueError(f"{name}_params applies to a kernel given by name; set the parameters on the "
+                             f"{type(kernel).__name__} instance instead")
+        return clone(kernel)
+    if isinstance(kernel, str):
+        return get_registry().get("kernel", kernel)(**(params or {}))
+    raise TypeError(f"{name} must be a kernel name (for example 'linear' or 'rbf') or a KernelBuilder; "
+                    f"got {type(kernel).__name__}")
+
+
+class CrossModalEmbedding(BaseEstimator):
+    """Common space of two modalities by the trace-norm bilinear model (Kobayashi, IJCV 2014, section 5.2).
+
+    ``fit(Xa, ya, Xb, yb)`` takes two modalities with their own samples (their counts may differ) and kernels,
+    labelled with the same classes; no sample correspondence is needed.  ``transform(X, modality)`` maps
+    either modality into the common space, whose dimension ``n_components_ = rank(S)`` the optimisation
+    finds (at most the number of classes); retrieval across modalities is nearest neighbours there
+    (:func:`retrieval_ranks`).  The sub-problem is solved by the class-wise block SMO, the outer problem by
+    projected gradient with a certified duality gap.
+
+    Parameters
+    ----------
+    kernel_a, kernel_b : str or KernelBuilder, default="linear"
+        Kernel of each modality: a registered kernel name (``multikernel plugins``) or a builder instance.
+    kernel_a_params, kernel_b_params : dict, optional
+        Parameters of a kernel given by name.
+    center : bool, default=True
+        Center each modality's kernel on its training samples (the paper centres the features, footnote 1).
+    C : float, default=1.0
+        Hinge-loss weight.
+    tol : float, default=1e-3
+        Certified relative duality gap at which the fit stops.
+    max_iter : int, default=300
+        Maximal projected-gradient steps.
+    inner_tol : float, default=1e-4
+        Initial KKT tolerance of the block SMO (tightened automatically when it blocks descent).
+    rank_tol : float, default=1e-6
+        Eigenvalues of ``S`` at most ``rank_tol * max`` are dropped (they define ``n_components_``).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (w,)
+    sigma_ : ndarray of shape (w, w)
+    n_components_ : int
+    components_a_, components_b_ : ndarray of shape (n_a, r) and (n_b, r)
+        ``A^[m] W_w``: the embedding of ``x`` is ``k^[m](x) @ components``.
+    intercept_a_, intercept_b_ : ndarray of shape (w,)
+        Per-class biases of each modality's classifier.
+    duality_gap_, n_iter_ : float, int
+    fit_info_ : dict
+        ``primal``, ``dual``, ``history``, ``timings``.
+    """
+
+    def __init__(self, kernel_a: object = "linear", kernel_b: object = "linear", kernel_a_params: dict | None = None,
+                 kernel_b_params: dict | None = None, center: bool = True, C: float = 1.0, *, tol: float = 1e-3,
+                 max_iter: int = 300, inner_tol: float = 1e-4, rank_tol: float = 1e-6) -> None:
+        self.kernel_a = kernel_a
+        self.kernel_b = kernel_b
+        self.kernel_a_params = kernel_a_params
+        self.kernel_b_params = kernel_b_params
+        self.center = center
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inner_tol = inner_tol
+        self.rank_tol = rank_tol
+
+    def _check_modality(self, X: object, y: object, name: str) -> tuple[np.ndarray, np.ndarray]:
+        X = check_array(X, dtype=np.float64, input_name=f"X{name}")
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != X.shape[0]:
+            raise ValueError(f"y{name} must be 1-D with one label per sample of X{name} ({X.shape[0]}); "
+                             f"got shape {y.shape}")
+        check_classification_targets(y)
+        return X, y
+
+    def fit(self, Xa: object, ya: object, Xb: object, yb: object) -> CrossModalEmbedding:
+        """Learn the common space from modality ``a`` (``Xa``, ``ya``) and modality ``b`` (``Xb``, ``yb``)."""
+        for name in ("C", "tol", "inner_tol", "rank_tol"):
+            check_positive_real(name, getattr(self, name))
+        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 0):
+            raise ValueError(f"max_iter must be a non-negative integer; got {self.max_iter!r}")
+        Xa, ya = self._check_modality(Xa, ya, "a")
+        Xb, yb = self._check_modality(Xb, yb, "b")
+        ca, cb = np.unique(ya), np.unique(yb)
+        if ca.shape != cb.shape or not np.array_equal(ca, cb):
+            only_a = sorted(set(ca.tolist()) - set(cb.tolist()))
+            only_b = sorted(set(cb.tolist()) - set(ca.tolist()))
+            raise ValueError(f"the two modalities must be labelled with the same classes (one shared column "
+                             f"factor per class); classes only in ya: {only_a}, only in yb: {only_b}. Drop those "
+                             f"samples or relabel them")
+        if ca.size < 2:
+            raise ValueError(f"the modalities have a single class {ca[0]!r}; the common space needs at least two")
+        self.classes_ = ca
+        w = ca.size
+        kernels, Ys = [], []
+        self.builders_, self.centerers_ = [], []
+        for X, y, kernel, params, name in ((Xa, ya, self.kernel_a, self.kernel_a_params, "kernel_a"),
+                                           (Xb, yb, self.kernel_b, self.kernel_b_params, "kernel_b")):
+            builder = _builder(kernel, params, name)
+            K = np.asarray(builder.fit_transform(X), dtype=np.float64)
+            centerer = KernelCenterer().fit(K) if self.center else None
+            if centerer is not None:
+                K = centerer.transform(K)
+            K = np.ascontiguousarray((K + K.T) / 2)  # the block SMO reads row i as column i
+            kernels.append(K)
+            Ys.append(_one_vs_rest(np.searchsorted(ca, y), w))
+            self.builders_.append(builder)
+            self.centerers_.append(centerer)
+        prob = _CrossModalProblem(kernels, Ys, float(self.C), float(self.inner_tol))
+        res = minimize_psd(prob, np.eye(w), tol=self.tol, max_iter=self.max_iter)
+        if not res.converged and self.max_iter > 0:
+            warnings.warn(f"the cross-modal fit stopped after {res.n_iter} steps with a certified relative gap "
+                          f"{res.gap:.2e} > tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning,
+                          stacklevel=2)
+        self.sigma_ = res.sigma
+        V, lam = psd_factor(res.sigma, self.rank_tol)
+        Ww = V * np.sqrt(lam)  # (w, r), eq. (17)
+        self.n_components_ = int(lam.size)
+        self.components_a_, self.components_b_ = ((Y * alpha) @ Ww for Y, alpha in zip(Ys, res.sub.alpha,
+                                                                                          strict=True))
+        self.intercept_a_, self.intercept_b_ = prob.biases
+        self.duality_gap_ = res.gap
+        self.n_iter_ = res.n_iter
+        self.fit_info_ = dict(primal=res.primal, dual=res.dual, history=res.history, timings=prob.timings,
+                              converged=res.converged)
+        self._class_weights = Ww
+        return self
+
+    def _kernel(self, X: object, modality: str) -> tuple[np.ndarray, int]:
+        check_is_fitted(self)
+        if modality not in ("a", "b"):
+            raise ValueError(f"modality must be 'a' or 'b'; got {modality!r}")
+        m = 0 if modality == "a" else 1
+        X = check_array(X, dtype=np.float64, input_name=f"X{modality}")
+        K = np.asarray(self.builders_[m].transform(X), dtype=np.float64)
+        if self.centerers_[m] is not None:
+            K = self.centerers_[m].transform(K)
+        return K, m
+
+    def transform(self, X: object, modality: str = "a") -> np.ndarray:
+        """Coordinates in the common space, shape (n, n_components_), of samples of ``modality``."""
+        K, m = self._kernel(X, modality)
+        return K @ (self.components_a_ if m == 0 else self.components_b_)
+
+    def decision_function(self, X: object, modality: str = "a") -> np.ndarray:
+        """One-vs-rest class scores ``w_c' z(x) + b_c^[m]`` (eq. 46), shape (n, n_classes)."""
+        z = self.transform(X, modality)
+        return z @ self._class_weights.T + (self.intercept_a_ if modality == "a" else self.intercept_b_)
+
+    def predict(self, X: object, modality: str = "a") -> np.ndarray:
+        """The class with the largest score (eq. 45)."""
+        return self.classes_[np.argmax(self.decision_function(X, modality), axis=1)]
+
+
+def retrieval_ranks(probe: np.ndarray, probe_labels: np.ndarray, gallery: np.ndarray,
+                    gallery_labels: np.ndarray) -> np.ndarray:
+    """For each probe, the rank (1-based) of the first gallery item of its class by Euclidean distance.
+
+    A probe is retrieved at rank ``k`` (CMC, Kobayashi 2014 footnote 7) when its ``k`` nearest gallery items
+    contain one of its class; ``(ranks == 1).mean()`` is the 1-NN (rank-1) accuracy.  A probe whose class
+    is absent from the gallery gets rank ``len(gallery) + 1``.
+    """
+    D = pairwise_distances(probe, gallery)
+    order = np.argsort(D, axis=1, kind="stable")
+    hit = np.asarray(gallery_labels)[order] == np.asarray(probe_labels)[:, None]
+    return np.where(hit.any(axis=1), hit.argmax(axis=1) + 1, gallery.shape[0] + 1)
+
+
+def cmc_curve(ranks: np.ndarray, k_max: int) -> np.ndarray:
+    """Cumulative match characteristic: the fraction of probes retrieved within rank ``k``, k = 1..k_max."""
+    return np.array([(ranks <= k).mean() for k in range(1, k_max + 1)])

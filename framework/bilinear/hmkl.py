@@ -1,0 +1,298 @@
+"""Heterogeneous multiple kernel learning (hMKL): Kobayashi (IJCV 2014), section 4.
+
+``w`` kernels ``k_1 .. k_w`` on ``n`` training samples become one feature matrix per sample (eq. 36),
+
+    X(x) = [B_1 k_1(x), ..., B_w k_w(x)]  in R^{n x w},   k_c(x) = [k_c(x, x_1), ..., k_c(x, x_n)]',
+
+and the trace-norm bilinear classifier of section 3 learns ``S`` (``w x w``), the weights of every intra-
+(``c = d``) and inter-kernel (``c != d``) similarity ``R^{ij}_{cd} = k_ic' B_c' B_d k_jd``.  ``B_c`` is the
+*transformation*:
+
+============  =========================  ============================  ===========================
+name          ``B_c`` (eq.)              training feature ``T_c e_i``   ``T_c' T_d`` on training
+============  =========================  ============================  ===========================
+proposed      ``K_c^(-1/2)`` (27)        ``K_c^(1/2) e_i``              ``K_c^(1/2) K_d^(1/2)``
+product       ``I`` (59)                 ``K_c e_i``                    ``K_c K_d``
+pca           ``L_c^-1 U_c'`` (60)       ``L_c U_c' e_i``               ``U_c L_c L_d U_d'``
+inverse       ``K_c^+`` (61)             ``P_c e_i`` (projector)        ``P_c P_d`` (``I`` if full rank)
+diagonal      Z = I (Varma and Ray)      ``K_c^(1/2) e_i``, no cross    ``K_c`` on ``c = d``, else 0
+============  =========================  ============================  ===========================
+
+(``K_c = U_c L_c^2 U_c'``; eigenvalues below ``cutoff`` times the largest are dropped, so the inverses are
+pseudo-inverses.)  On the training set the learnt kernel is ``K(S) = sum_cd S_cd T_c' T_d`` (spec 5.2,
+DERIVED): the ``w (w + 1) / 2`` symmetrised products are held in a :class:`~multikernel.stack.DenseStack`
+once, and every Gram of the projected gradient is one ``combine`` of that stack with the entries of ``S``.
+A test sample scores ``sum_c beta_c' k_c(x) + b`` with ``beta_c = B_c' (G S)_{:, c}``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from multikernel._threads import blas_for
+from multikernel.bilinear.solver import _Problem, minimize_psd, psd_factor
+from multikernel.core.validation import check_positive_real
+from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.stack.storage import DenseStack
+
+__all__ = ["TRANSFORMATIONS", "HMKLClassifier", "kernel_transforms", "StackKernel"]
+
+TRANSFORMATIONS = ("proposed", "product", "pca", "inverse", "diagonal")
+
+
+def _eig(K: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (descending, above ``cutoff * max``) and eigenvectors of the symmetric ``K``.
+
+    The sign of each eigenvector is fixed (largest-magnitude entry positive): the PCA transformation's
+    inter-kernel blocks depend on it (spec 5.3), and a convention makes them reproducible.
+    """
+    e, U = np.linalg.eigh((K + K.T) / 2)
+    e, U = e[::-1], U[:, ::-1]
+    keep = e > cutoff * max(e[0], 0.0) if e.size and e[0] > 0 else np.zeros(e.shape, dtype=bool)
+    e, U = e[keep], U[:, keep]
+    flip = np.sign(U[np.argmax(np.abs(U), axis=0), np.arange(U.shape[1])])
+    return e, U * np.where(flip == 0, 1.0, flip)
+
+
+def kernel_transforms(kernels: list[np.ndarray], transformation: str = "proposed",
+                      cutoff: float = 1e-10) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
+    """The training features ``T_c`` and the test maps ``B_c`` of ``transformation`` (module table).
+
+    Parameters
+    ----------
+    kernels : list of ndarray of shape (n, n)
+        The ``w`` training kernels (symmetric PSD).
+    transformation : {"proposed", "product", "pca", "inverse", "diagonal"}
+    cutoff : float
+        Relative eigenvalue cut-off of the (pseudo-)inverse square roots.
+
+    Returns
+    -------
+    T : list of ndarray of shape (n, n)
+        Column ``i`` of ``T_c`` is column ``c`` of the training sample ``i``'s feature matrix.
+    B : list of ndarray of shape (n, n) or None
+        ``B_c k_c(x)`` is column ``c`` of a sample's feature matrix; ``None`` for the identity.
+    """
+    if transformation not in TRANSFORMATIONS:
+        raise ValueError(f"transformation must be one of {', '.join(TRANSFORMATIONS)}; got {transformation!r}")
+    T, B = [], []
+    for K in kernels:
+        K = np.asarray(K, dtype=np.float64)
+        n = K.shape[0]
+        if transformation == "product":
+            T.append(K)
+            B.append(None)
+            continue
+        e, U = _eig(K, cutoff)
+        root = np.sqrt(e)
+        if transformation in ("proposed", "diagonal"):
+            T.append((U * root) @ U.T)
+            B.append((U / root) @ U.T)
+        elif transformation == "pca":
+            # n x n with zero rows past the rank, so that every column of X(x) has n entries
+            Tc, Bc = np.zeros((n, n)), np.zeros((n, n))
+            Tc[: e.size] = root[:, None] * U.T
+            Bc[: e.size] = U.T / root[:, None]
+            T.append(Tc)
+            B.append(Bc)
+        else:  # inverse
+            T.append(U @ U.T)
+            B.append((U / e) @ U.T)
+    return T, B
+
+
+class StackKernel:
+    """The learnt kernel of hMKL on the training set, ``K(S) = sum_cd S_cd T_c' T_d``, as a kernel stack.
+
+    Implements the two quantities :func:`multikernel.bilinear.solver.minimize_psd` needs: ``gram(S)``
+    (one ``combine`` of the stack of symmetrised products) and ``gtg(a) = G'G``, ``G = [T_1 a .. T_w a]``.
+    With ``block_diagonal`` (the Varma-Ray case) only the ``c = d`` products exist and ``G'G`` is diagonal.
+    """
+
+    def __init__(self, T: list[np.ndarray], block_diagonal: bool = False) -> None:
+        self.T = T
+        self.w = len(T)
+        self.block_diagonal = block_diagonal
+        self.pairs = [(c, c) for c in range(self.w)] if block_diagonal else [
+            (c, d) for c in range(self.w) for d in range(c, self.w)]
+        products = []
+        for c, d in self.pairs:
+            P = T[c].T @ T[d]
+            # sum_cd S_cd T_c'T_d over c < d and d < c is S_cd (P + P'): symmetric, so stored exactly so
+            products.append(P + P.T if c != d else (P + P.T) / 2)
+        self.stack = DenseStack(np.stack(products), symmetric=True)
+
+    def weights(self, sigma: np.ndarray) -> np.ndarray:
+        return np.array([sigma[c, d] for c, d in self.pairs])
+
+    def gram(self, sigma: np.ndarray, factor: tuple | None = None) -> np.ndarray:
+        return self.stack.combine(self.weights(sigma))
+
+    def features(self, a: np.ndarray) -> np.ndarray:
+        """``G(a) = [T_1 a, ..., T_w a]`` of shape (n, w)."""
+        return np.stack([Tc @ a for Tc in self.T], axis=1)
+
+    def gtg(self, a: np.ndarray) -> np.ndarray:
+        n = a.shape[0]
+        with blas_for(float(n) * n * self.w):
+            G = self.features(a)
+            M = G.T @ G
+        return np.diag(np.diag(M)) if self.block_diagonal else M
+
+
+class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
+    """Heterogeneous MKL (Kobayashi, IJCV 2014, section 4): trace-norm bilinear classifier over kernel features.
+
+    Each sample becomes the ``n x w`` matrix ``[B_1 k_1(x), ..., B_w k_w(x)]`` of its kernel values with the
+    ``n`` training samples, one column per kernel, and the trace-norm bilinear classifier learns the PSD
+    matrix ``S`` (``w x w``) that weights the intra- and inter-kernel similarities (projected gradient with a
+    certified duality gap, :func:`~multikernel.bilinear.solver.minimize_psd`).  At ``S = I`` (the start) the
+    proposed and diagonal transformations give the SVM with the sum of the kernels (the average kernel with
+    ``C`` scaled by ``w``).  One-vs-rest for more than two classes, each class with its own ``S``.
+
+    Parameters
+    ----------
+    kernels : str or list of KernelBuilder, default="rbf_poly"
+        Kernel family name, a list of kernel builders (applied to the features), or ``"precomputed"``; the
+        same inputs as :class:`~multikernel.MKLClassifier`.
+    kernel_params : dict, optional
+        Parameters of the kernel family.
+    normalize : str, default="trace"
+        Kernel normalization fitted on the training data (see :class:`~multikernel.stack.KernelSet`).
+    standardize : bool, default=False
+        Standardize the features before the kernels.
+    transformation : {"proposed", "product", "pca", "inverse", "diagonal"}, default="proposed"
+        The kernelization ``B_c`` (module docstring); ``"diagonal"`` is the MKL of Varma and Ray (2007).
+    C : float, default=1.0
+        Hinge-loss weight.
+    tol : float, default=1e-3
+        Certified relative duality gap at which a problem stops.
+    max_iter : int, default=500
+        Maximal projected-gradient steps per problem (0: the SVM at ``S = I``).
+    inner_tol : float, default=1e-5
+        Initial KKT tolerance of the SMO.
+    cutoff : float, default=1e-10
+        Relative eigenvalue cut-off of the kernels' (pseudo-)inverse square roots.
+    rank_tol : float, default=1e-6
+        Eigenvalues of ``S`` at most ``rank_tol * max`` do not count in ``rank_``.
+    kernel_dtype, kernel_backend, memory_budget
+        Storage of the base kernels, as for :class:`~multikernel.MKLClassifier`.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+    sigma_ : ndarray of shape (n_problems, w, w)
+        The learnt ``S`` per one-vs-rest problem.
+    coef_ : ndarray of shape (n_problems, n_train, w)
+        ``W = G S`` (eq. 18) on the feature matrices ``X(x)``: ``f(x) = tr(W' X(x)) + b``.
+    dual_coef_ : ndarray of shape (n_problems, w, n_train)
+        ``beta_c``: a sample scores ``sum_c beta_c' k_c(x) + b``.
+    intercept_ : ndarray of shape (n_problems,)
+    rank_ : ndarray of shape (n_problems,)
+        ``rank(S)``.
+    duality_gap_ : ndarray of shape (n_problems,)
+    n_iter_ : ndarray of shape (n_problems,)
+        Sub-problem solves on the accepted path: the start ``S = I`` plus the projected-gradient steps.
+    fit_info_ : list of dict
+        Per problem: ``primal``, ``dual``, ``gap``, ``n_iter`` (projected-gradient steps), ``history``,
+        ``timings``.
+    kernel_names_ : list of str
+    """
+
+    def __init__(self, kernels: object = "rbf_poly", kernel_params: dict | None = None, normalize: str = "trace",
+                 standardize: bool = False, transformation: str = "proposed", C: float = 1.0, *,
+                 tol: float = 1e-3, max_iter: int = 500, inner_tol: float = 1e-5, cutoff: float = 1e-10,
+                 rank_tol: float = 1e-6, kernel_dtype: str = "float64", kernel_backend: str = "dense",
+                 memory_budget: int | str | None = None) -> None:
+        self.kernels = kernels
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.transformation = transformation
+        self.C = C
+        self.tol = tol
+        self.max_iter = max_iter
+        self.inner_tol = inner_tol
+        self.cutoff = cutoff
+        self.rank_tol = rank_tol
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+
+    def _check_params(self) -> None:
+        if self.transformation not in TRANSFORMATIONS:
+            raise ValueError(f"transformation must be one of {', '.join(TRANSFORMATIONS)}; "
+                             f"got {self.transformation!r}")
+        for name in ("C", "tol", "inner_tol", "cutoff"):
+            check_positive_real(name, getattr(self, name))
+        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 0):
+            raise ValueError(f"max_iter must be a non-negative integer; got {self.max_iter!r}")
+        check_positive_real("rank_tol", self.rank_tol)
+
+    def fit(self, X: object, y: object) -> HMKLClassifier:
+        """Fit on features (or precomputed kernels, ``kernels="precomputed"``) ``X`` and labels ``y``."""
+        self._check_params()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        stack, y = self._fit_stack(X, y)
+        y = column_or_1d(y, warn=True)
+        check_classification_targets(y)
+        encoder = LabelEncoder().fit(y)
+        self.classes_ = encoder.classes_
+        if self.classes_.size < 2:
+            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
+        codes = encoder.transform(y)
+        kernels = [np.asarray(stack.kernel(m), dtype=np.float64) for m in range(stack.n_kernels)]
+        T, B = kernel_transforms(kernels, self.transformation, self.cutoff)
+        learnt = StackKernel(T, block_diagonal=self.transformation == "diagonal")
+        w = len(T)
+        targets = [codes == 1] if self.classes_.size == 2 else [codes == k for k in range(self.classes_.size)]
+        sigmas, coefs, betas, biases, info = [], [], [], [], []
+        for positive in targets:
+            yb = np.where(positive, 1.0, -1.0)
+            prob = _Problem(learnt, yb, float(self.C), float(self.inner_tol))
+            res = minimize_psd(prob, np.eye(w), tol=self.tol, max_iter=self.max_iter)
+            if not res.converged and self.max_iter > 0:
+                warnings.warn(f"hMKL stopped after {res.n_iter} steps with a certified relative gap {res.gap:.2e} "
+                              f"> tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+            W = learnt.features(res.sub.alpha * yb) @ res.sigma  # eq. (18): W = G S, (n, w)
+            betas.append(np.stack([W[:, c] if Bc is None else Bc.T @ W[:, c] for c, Bc in enumerate(B)]))
+            sigmas.append(res.sigma)
+            coefs.append(W)
+            biases.append(prob.bias)
+            info.append(dict(primal=res.primal, dual=res.dual, gap=res.gap, n_iter=res.n_iter,
+                             history=res.history, timings=prob.timings, converged=res.converged))
+        self.sigma_ = np.stack(sigmas)
+        self.coef_ = np.stack(coefs)
+        self.dual_coef_ = np.stack(betas)
+        self.intercept_ = np.asarray(biases)
+        self.rank_ = np.array([psd_factor(s, self.rank_tol)[1].size for s in sigmas])
+        self.duality_gap_ = np.array([d["gap"] for d in info])
+        # the solve at S = I counts as the first iteration (scikit-learn's convention: n_iter_ >= 1)
+        self.n_iter_ = np.array([d["n_iter"] + 1 for d in info])
+        self.fit_info_ = info
+        return self
+
+    def decision_function(self, X: object) -> np.ndarray:
+        """``sum_c beta_c' k_c(x) + b`` per problem; shape (n,) for two classes, (n, n_classes) otherwise."""
+        check_is_fitted(self)
+        cross = self._cross_stack(X)
+        scores = np.tile(self.intercept_, (cross.n_rows, 1))
+        for c in range(cross.n_kernels):
+            scores += np.asarray(cross.kernel(c), dtype=np.float64) @ self.dual_coef_[:, c, :].T
+        return scores[:, 0] if self.classes_.size == 2 else scores
+
+    def predict(self, X: object) -> np.ndarray:
+        """Class labels: the sign for two classes, the argmax of the one-vs-rest scores otherwise."""
+        scores = self.decision_function(X)
+        if self.classes_.size == 2:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
