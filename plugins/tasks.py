@@ -29,7 +29,7 @@ from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
-from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, HMKLClassifier
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.tasks import TaskEstimator
 from multikernel.estimators.classifier import MKLClassifier
@@ -163,6 +163,12 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            random_state=0),
     _entry("spectral", "clustering", SpectralClustering, "scikit-learn's SpectralClustering (k-NN affinity).", "",
            n_clusters=2, affinity="nearest_neighbors", random_state=0),
+    # classification of feature vectors with several kernels (the MKL methods by their method name, hMKL)
+    _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method).", ""),
+    _entry("hmkl", "classification", HMKLClassifier, "Heterogeneous MKL: a trace-norm learnt kernel over the "
+           "products of the base kernels.", "Kobayashi, Low-rank bilinear classification: efficient convex "
+           "optimization and extensions, IJCV 2014, section 4"),
+    _entry("svc", "classification", SVC, "scikit-learn's SVC (one kernel).", ""),
     # bilinear classification of matrix samples
     _entry("bilinear", "bilinear", BilinearClassifier, "Trace-norm regularized bilinear classifier.",
            "Kobayashi, Low-rank bilinear classification: efficient convex optimization and extensions, IJCV 2014"),

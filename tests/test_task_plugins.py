@@ -134,6 +134,7 @@ def test_builtin_estimators_are_registered_by_task_kind():
         "ssl": {"iokl_ssl", "ssl_svm", "ssl_l2mkl", "label_spreading", "self_training_svc"},
         "mil": {"iokl_mil", "ki_svm", "sil_svm", "mi_svm", "mi_svm_bag", "mi_kernel"},
         "clustering": {"iokl_clustering", "kmeans", "spectral"},
+        "classification": {"mkl", "hmkl", "svc"},
         "bilinear": {"bilinear", "bilinear_svm"},
         "metric": {"itml", "itml_plus", "itml_s", "euclidean"},
     }
@@ -478,3 +479,46 @@ def test_committed_task_configs_validate_from_any_directory(name, tmp_path, monk
     monkeypatch.chdir(tmp_path)
     assert main(["validate", str(folder / name)]) == 0, capsys.readouterr().err
     assert f"output {folder / config['experiment']['output']}" in capsys.readouterr().out
+
+
+CLASSIFICATION = """
+[experiment]
+output = "out"
+repeats = 1
+cv_folds = 2
+
+[task]
+kind = "classification"
+folds = 3
+
+[[datasets]]
+name = "ring"
+source = "ringnorm"
+params = { n_samples = 60, n_features = 4 }
+
+[[estimators]]
+name = "mkl"
+params = { method = "average", kernels = [{ name = "rbf", gamma_scale = 0.5 }, { name = "linear" }] }
+
+[[estimators]]
+name = "hmkl"
+params = { kernels = [{ name = "rbf", gamma_scale = 0.5 }, { name = "linear" }], max_iter = 5 }
+
+[[estimators]]
+name = "svc"
+grid = { C = [1.0, 10.0] }
+"""
+
+
+def test_tiny_classification_config_compares_mkl_hmkl_and_svc(tmp_path):
+    """The classification kind: MKL presets, hMKL and a one-kernel SVC compared in one configuration."""
+    summary = run_experiment(_config(tmp_path, CLASSIFICATION), progress=False)
+    assert summary["errors"] == [] and summary["finished_units"] == 9
+    assert set(summary["tasks"]["table"]["ring"][next(iter(summary["tasks"]["table"]["ring"]))]) == {
+        "mkl", "hmkl", "svc"}
+    for unit in summary["units"]:
+        assert 0.0 <= unit["accuracy"] <= 1.0 and unit["n_train"] + unit["n_test"] == 60
+    vectors_only = _config(tmp_path, CLASSIFICATION.replace('source = "ringnorm"', 'source = "toy_bilinear"')
+                           .replace("params = { n_samples = 60, n_features = 4 }", ""))
+    with pytest.raises(ConfigError, match=r"a classification task needs feature vectors"):
+        run_experiment(vectors_only)

@@ -40,6 +40,7 @@ TASK_KINDS: dict[str, str] = {
     "ssl": "semi-supervised binary classification (y == -1 unlabelled, transductive accuracy)",
     "mil": "multiple-instance binary classification (fit(X, y, bags), bag accuracy)",
     "clustering": "clustering (fit_predict(X); clustering accuracy and NMI against the labels)",
+    "classification": "classification of feature vectors (fit(X, y), predict; accuracy)",
     "bilinear": "classification of matrix samples (n, p, q)",
     "metric": "metric learning (fit(X, y), transform; k-NN accuracy in the learnt metric)",
 }

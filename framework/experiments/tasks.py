@@ -70,6 +70,7 @@ MEASURES: dict[str, tuple[tuple[str, bool], ...]] = {
     "ssl": (("accuracy", True),),
     "mil": (("accuracy", True),),
     "clustering": (("accuracy", True), ("nmi", True), ("ari", True)),
+    "classification": (("accuracy", True),),
     "bilinear": (("accuracy", True),),
     "metric": (("accuracy", True),),
 }
@@ -229,7 +230,7 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
         return {"accuracy": clustering_accuracy(data.y, found),
                 "nmi": float(normalized_mutual_info_score(data.y, found)),
                 "ari": float(adjusted_rand_score(data.y, found))}
-    if kind == "bilinear":
+    if kind in ("classification", "bilinear"):
         estimator.fit(X[train], data.y[train])
         return {"accuracy": float(np.mean(estimator.predict(X[test]) == data.y[test]))}
     if kind == "metric":
