@@ -102,12 +102,16 @@ def test_every_pair_reaches_the_cvxpy_optimum_on_hard_structures(problem):
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", ConvergenceWarning)
             res = solve_mkl(problem.Ks, problem.y, reg, solver, C=problem.C, tol=1e-4, max_iter=3000)
-        if caught:
-            # Only one excuse: at C ~ 1e4 with kernels scaled by ~1e2 the inner SMO's own gap at its finest
-            # tolerance can exceed 1e-4 of the objective, and then every outer solver stops there (level,
-            # projected gradient and bcd alike, on the example hypothesis found).  The bounds must still hold.
-            assert len(caught) == 1 and "keeps it above tol even at the finest inner tolerance" in str(
-                caught[0].message), [str(w.message) for w in caught]
+        # The inner SMO may cycle to its iteration cap at C = 1e4 on rank-deficient kernels (the known inner
+        # defect of test_mkl_reference.py; hypothesis found one where the first SVM, at the uniform weights, does
+        # it under every outer solver, level and bcd included): not the outer solver's fault, and the result
+        # must still be right.
+        outer = [str(w.message) for w in caught if not str(w.message).startswith("SMO stopped at its iteration")]
+        if outer:
+            # One excuse: at C ~ 1e4 with kernels scaled by ~1e2 the inner SMO's own gap at its finest tolerance
+            # can exceed 1e-4 of the objective, and then every outer solver stops there (level, projected
+            # gradient and bcd alike, on the example hypothesis found).  The bounds must still hold.
+            assert len(outer) == 1 and "keeps it above tol even at the finest inner tolerance" in outer[0], outer
             assert refs[key].brackets(res) and res.dual_gap <= 1e-2, (reg, solver.name, res.dual_gap)
             continue
         assert _agrees(res, refs[key], 1e-4), (reg, solver.name, res.n_iter, res.dual_gap, res.objective, refs[key])
