@@ -39,6 +39,7 @@ from multikernel.config.schema import (
     valid_folds,
     valid_n_jobs,
 )
+from multikernel.engine import check_engine
 from multikernel.errors import ConfigError
 
 __all__ = [
@@ -68,7 +69,9 @@ class ExperimentSettings:
     ``output`` is relative to the configuration file's folder.  ``selection_threshold`` defines a
     "selected" kernel: its share ``mu_m / sum(mu)`` exceeds the threshold (shares make the count
     comparable between domains, e.g. the simplex and the l2 ball).  ``cross_block_mb`` bounds the memory
-    of one block of test x train cross kernels (they are computed block by block).
+    of one block of test x train cross kernels (they are computed block by block).  ``engine`` is where the
+    units run: ``"local"`` (``n_jobs`` processes here) or ``"dask"`` (the workers of the Dask scheduler at
+    ``scheduler``, e.g. ``"tcp://head-node:8786"``; see :mod:`multikernel.engine`).
     """
 
     name: str = "experiment"
@@ -82,6 +85,8 @@ class ExperimentSettings:
     selection_threshold: float = attrs.field(default=1e-5, validator=positive)
     warm_start: bool = True
     cross_block_mb: float = attrs.field(default=256.0, validator=positive)
+    engine: str = "local"
+    scheduler: Union[str, None] = None  # noqa: UP007
 
 
 @attrs.define
@@ -188,6 +193,7 @@ def _check_settings(config: ExperimentConfig) -> None:
     if not ex.benchmark and config.noisy_kernels is None and not config.paths:
         raise ConfigError("nothing to run: benchmark = false and no [noisy_kernels] or [[paths]]",
                           "experiment.benchmark")
+    check_engine(ex.engine, ex.scheduler)
 
 
 def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> None:

@@ -32,7 +32,8 @@ from multikernel.solve.fit import FittedMKL, encode_targets
 from multikernel.stack.kernelset import KernelSet
 
 __all__ = [
-    "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",
+    "UnitTask", "Member", "run_unit", "run_unit_data", "unit_stub", "make_builders", "make_kernel_set", "split_data",
+    "append_noise", "noise_columns",
 ]
 
 
@@ -281,3 +282,17 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
         elif "accuracy" not in rec and "points" not in rec:
             rec.setdefault("error", "no result (an earlier step of this unit failed)")
     return records
+
+
+def unit_stub(task: UnitTask) -> UnitTask:
+    """``task`` without its data rows (for :func:`run_unit_data`, which receives them separately)."""
+    return attrs.evolve(task, X=task.X[:0], y=task.y[:0])
+
+
+def run_unit_data(task: UnitTask, X: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
+    """:func:`run_unit` on ``task`` (a :func:`unit_stub`) with its data set ``X, y`` given apart.
+
+    A parallel backend then ships each data set once for all the splits of it (joblib's Dask backend
+    scatters the arrays given as task arguments; ``task`` itself is small).
+    """
+    return run_unit(attrs.evolve(task, X=X, y=y))
