@@ -71,7 +71,9 @@ class ExperimentSettings:
     comparable between domains, e.g. the simplex and the l2 ball).  ``cross_block_mb`` bounds the memory
     of one block of test x train cross kernels (they are computed block by block).  ``engine`` is where the
     units run: ``"local"`` (``n_jobs`` processes here) or ``"dask"`` (the workers of the Dask scheduler at
-    ``scheduler``, e.g. ``"tcp://head-node:8786"``; see :mod:`multikernel.engine`).
+    ``scheduler``, e.g. ``"tcp://head-node:8786"``; see :mod:`multikernel.engine`).  ``cv_tol`` is the
+    tolerance of the cross-validation fits (``[solver] tol`` when unset): model selection compares fold
+    accuracies, so it can stop at a looser certified gap than the refit at the selected point.
     """
 
     name: str = "experiment"
@@ -87,6 +89,7 @@ class ExperimentSettings:
     cross_block_mb: float = attrs.field(default=256.0, validator=positive)
     engine: str = "local"
     scheduler: Union[str, None] = None  # noqa: UP007
+    cv_tol: Union[float, None] = attrs.field(default=None, validator=attrs.validators.optional(positive))  # noqa: UP007
 
 
 @attrs.define

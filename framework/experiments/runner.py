@@ -157,6 +157,8 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, tuple[np.ndarray, 
     protocol = {"seed": ex.seed, "test_fraction": ex.test_fraction, "cv_folds": ex.cv_folds,
                 "warm_start": ex.warm_start, **{k: attrs.asdict(v) for k, v in common.items()},
                 "version": __version__}
+    if ex.cv_tol is not None:  # only when set, so that the units of configurations without it keep their fingerprints
+        protocol["cv_tol"] = ex.cv_tol
     tasks: list[UnitTask] = []
 
     def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],

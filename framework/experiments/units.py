@@ -194,8 +194,9 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
                        grid=grids[k], kernel_time=kernel_time)
     # Folds outside, methods inside: a fold's sub-stacks are taken once for every method.
     searched = [k for k, points in grids.items() if folds and len(points) > 1]
+    cv_solver = task.solver if s.cv_tol is None else attrs.evolve(task.solver, tol=s.cv_tol)
     results = cross_validate_methods(stack, ytr, folds,
-                                     [(task.members[k].method, grids[k]) for k in searched], task.solver,
+                                     [(task.members[k].method, grids[k]) for k in searched], cv_solver,
                                      warm_start=s.warm_start,
                                      guards=[functools.partial(_Recorder, records[k]) for k in searched])
     for k, (scores, info) in zip(searched, results, strict=True):
@@ -261,7 +262,7 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
             rec.update(ratio=task.ratio, repeat=task.repeat,
                        n_noise_features=noise_columns(task.X.shape[1], task.ratio))
         records.append(rec)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     shared: dict[str, Any] = {}
     with _Recorder(shared):
         if task.kind == "path":
@@ -272,7 +273,11 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
                 X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
             _select_and_test(task, X, records)
     own = sum(r.get("unit_time", 0.0) for r in records)
+    # CPU seconds of the whole split shared evenly, like its wall time: on a loaded machine wall time counts
+    # the other users too (units run single-threaded in their worker processes).
+    cpu = (time.process_time() - cpu_start) / len(records)
     for rec in records:
+        rec["split_cpu_time"] = cpu
         rec["unit_time"] = rec.get("unit_time", 0.0) + max(time.perf_counter() - start - own, 0.0) / len(records)
         rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + shared.get("convergence_warnings", 0)
         rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | set(shared.get("other_warnings", [])))
