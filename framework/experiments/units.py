@@ -151,13 +151,16 @@ class _Recorder:
         self._context = warnings.catch_warnings(record=True)
         self.caught = self._context.__enter__()
         warnings.simplefilter("always")
-        self._start = time.perf_counter()
+        self._start, self._cpu_start = time.perf_counter(), time.process_time()
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
         self._context.__exit__(None, None, None)
         rec = self.record
         rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
+        # CPU seconds as well: on a loaded machine wall time counts the other users too (a unit runs
+        # single-threaded in its worker process, so its process time is its own).
+        rec["unit_cpu_time"] = rec.get("unit_cpu_time", 0.0) + time.process_time() - self._cpu_start
         # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
         # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
         if any(issubclass(w.category, FitInterruptedWarning) for w in self.caught):
@@ -250,7 +253,8 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
     """Run the units of one split; return one record per member (``error`` set when it failed).
 
     A failure of the shared part (split, kernels, test kernels) is recorded in every member still without
-    an error.  The time of the shared part is split evenly among the members' ``unit_time``.
+    an error.  The time of the shared part is split evenly among the members' ``unit_time`` (wall) and
+    ``unit_cpu_time`` (CPU seconds).
     """
     records: list[dict[str, Any]] = []
     for m in task.members:
@@ -273,11 +277,10 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
                 X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
             _select_and_test(task, X, records)
     own = sum(r.get("unit_time", 0.0) for r in records)
-    # CPU seconds of the whole split shared evenly, like its wall time: on a loaded machine wall time counts
-    # the other users too (units run single-threaded in their worker processes).
-    cpu = (time.process_time() - cpu_start) / len(records)
+    own_cpu = sum(r.get("unit_cpu_time", 0.0) for r in records)
+    shared_cpu = max(time.process_time() - cpu_start - own_cpu, 0.0) / len(records)
     for rec in records:
-        rec["split_cpu_time"] = cpu
+        rec["unit_cpu_time"] = rec.get("unit_cpu_time", 0.0) + shared_cpu
         rec["unit_time"] = rec.get("unit_time", 0.0) + max(time.perf_counter() - start - own, 0.0) / len(records)
         rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + shared.get("convergence_warnings", 0)
         rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | set(shared.get("other_warnings", [])))
