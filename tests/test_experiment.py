@@ -461,7 +461,7 @@ def test_paper_configs_validate_from_any_directory(name, tmp_path, monkeypatch, 
         if source.exists():
             target.symlink_to(source)
         else:
-            X, y = make_ringnorm(60, 3, random_state=0)
+            X, y = make_ringnorm(60 + ds.get("train_size", 0), 3, random_state=0)  # a test part beside train_size
             rows = [f"{a},{b},{c},{int(t)}" for (a, b, c), t in zip(X, y, strict=True)]
             target.write_text("\n".join(["a,b,c,label", *rows]) + "\n")
     monkeypatch.chdir(tmp_path)

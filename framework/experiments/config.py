@@ -42,6 +42,7 @@ from multikernel.config.schema import (
 )
 from multikernel.config.task_data import TASK_GENERATORS
 from multikernel.core.tasks import TASK_KINDS
+from multikernel.engine import check_engine
 from multikernel.errors import ConfigError
 
 __all__ = [
@@ -73,7 +74,11 @@ class ExperimentSettings:
     ``output`` is relative to the configuration file's folder.  ``selection_threshold`` defines a
     "selected" kernel: its share ``mu_m / sum(mu)`` exceeds the threshold (shares make the count
     comparable between domains, e.g. the simplex and the l2 ball).  ``cross_block_mb`` bounds the memory
-    of one block of test x train cross kernels (they are computed block by block).
+    of one block of test x train cross kernels (they are computed block by block).  ``engine`` is where the
+    units run: ``"local"`` (``n_jobs`` processes here) or ``"dask"`` (the workers of the Dask scheduler at
+    ``scheduler``, e.g. ``"tcp://head-node:8786"``; see :mod:`multikernel.engine`).  ``cv_tol`` is the
+    tolerance of the cross-validation fits (``[solver] tol`` when unset): model selection compares fold
+    accuracies, so it can stop at a looser certified gap than the refit at the selected point.
     """
 
     name: str = "experiment"
@@ -87,6 +92,9 @@ class ExperimentSettings:
     selection_threshold: float = attrs.field(default=1e-5, validator=positive)
     warm_start: bool = True
     cross_block_mb: float = attrs.field(default=256.0, validator=positive)
+    engine: str = "local"
+    scheduler: Union[str, None] = None  # noqa: UP007
+    cv_tol: Union[float, None] = attrs.field(default=None, validator=attrs.validators.optional(positive))  # noqa: UP007
 
 
 @attrs.define
@@ -253,6 +261,7 @@ def _check_settings(config: ExperimentConfig) -> None:
     if not ex.benchmark and config.noisy_kernels is None and not config.paths:
         raise ConfigError("nothing to run: benchmark = false and no [noisy_kernels] or [[paths]]",
                           "experiment.benchmark")
+    check_engine(ex.engine, ex.scheduler)
 
 
 def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> None:

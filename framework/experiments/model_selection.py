@@ -133,7 +133,8 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
     marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).
     """
     results = [(np.full((len(points), len(folds)), np.nan),
-                {"cv_time": 0.0, "cv_fits": 0, "cv_outer_iterations": 0}) for _, points in methods]
+                {"cv_time": 0.0, "cv_fits": 0, "cv_outer_iterations": 0, "cv_gap_max": 0.0})
+               for _, points in methods]
     guards = list(guards) if guards is not None else [contextlib.nullcontext] * len(methods)
     failed = [False] * len(methods)
     targets = encode_targets(y)
@@ -167,6 +168,7 @@ def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets
             previous = fitted
             info["cv_fits"] += 1
             info["cv_outer_iterations"] += int(fitted.n_iter.sum())
+            info["cv_gap_max"] = max(info["cv_gap_max"], float(fitted.dual_gap.max()))
     info["cv_time"] += time.perf_counter() - start
 
 

@@ -32,10 +32,12 @@ from multikernel._version import __version__
 from multikernel.config.checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, prepare_output
 from multikernel.config.datasets import GENERATORS, load_data
 from multikernel.config.progress import Progress
+from multikernel.engine import engine_backend
 from multikernel.errors import ConfigError
 from multikernel.experiments.config import (
     DatasetSpec,
     ExperimentConfig,
+    ExperimentSettings,
     MethodSpec,
     experiment_config_from_dict,
     experiment_config_to_dict,
@@ -43,7 +45,7 @@ from multikernel.experiments.config import (
 )
 from multikernel.experiments.report import make_figures, markdown_report, summarize_benchmark, summarize_noisy
 from multikernel.experiments.tasks import check_task_experiment, plan_task_units, run_task_unit, summarize_tasks
-from multikernel.experiments.units import Member, UnitTask, append_noise, run_unit
+from multikernel.experiments.units import Member, UnitTask, append_noise, run_unit, unit_stub
 
 __all__ = [
     "run_experiment",
@@ -161,6 +163,8 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[Unit
     protocol = {"seed": ex.seed, "test_fraction": ex.test_fraction, "cv_folds": ex.cv_folds,
                 "warm_start": ex.warm_start, **{k: attrs.asdict(v) for k, v in common.items()},
                 "version": __version__}
+    if ex.cv_tol is not None:  # only when set, so that the units of configurations without it keep their fingerprints
+        protocol["cv_tol"] = ex.cv_tol
     tasks: list[UnitTask] = []
 
     def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
@@ -239,15 +243,32 @@ def _run(task: UnitTask) -> list[dict[str, Any]]:
     return run_task_unit(task) if task.kind == "task" else run_unit(task)
 
 
-def _execute(tasks: list[UnitTask], units_path: Path, n_jobs: int | None, progress: bool | None,
+def _run_data(task: UnitTask, X: np.ndarray, y: np.ndarray) -> list[dict[str, Any]]:
+    """:func:`_run` on ``task`` (a :func:`~multikernel.experiments.units.unit_stub`) with its data set ``X, y``
+    given apart, so that a parallel backend ships each data set once for all its splits (joblib's Dask backend
+    scatters the arrays given as task arguments; ``task`` itself is small)."""
+    return _run(attrs.evolve(task, X=X, y=y))
+
+
+def _execute(tasks: list[UnitTask], units_path: Path, settings: ExperimentSettings, progress: bool | None,
              n_done: int) -> Iterable[dict[str, Any]]:
     total = sum(len(t.members) for t in tasks) + n_done
-    with Progress(total, "experiment", "unit", show=progress, initial=n_done) as bar:
-        if (n_jobs or 1) == 1:
+    n_jobs = settings.n_jobs
+    dask = settings.engine == "dask"
+    # The data sets travel as separate arguments so that a backend sends each once: joblib's Dask backend
+    # broadcasts the scattered arrays to every worker, loky memory-maps large arrays.
+    arrays = list({id(a): a for t in tasks for a in (t.X, t.y)}.values())
+    with Progress(total, "experiment", "unit", show=progress, initial=n_done) as bar, \
+            engine_backend(settings.engine, settings.scheduler, scatter=arrays if dask else ()):
+        if not dask and (n_jobs or 1) == 1:
             # In-process: no pickling, and plugins registered at run time are visible.
             results: Iterable[list[dict[str, Any]]] = (_run(t) for t in tasks)
         else:
-            results = Parallel(n_jobs=n_jobs, return_as="generator_unordered")(delayed(_run)(t) for t in tasks)
+            # One unit per task (batch_size=1): a lost worker loses only the units it was running, which
+            # the Dask scheduler runs again elsewhere; the records are written here, once each, as they return.
+            results = Parallel(n_jobs=-1 if dask and n_jobs is None else n_jobs, batch_size=1,
+                               return_as="generator_unordered")(
+                delayed(_run_data)(unit_stub(t), t.X, t.y) for t in tasks)
         for records in results:
             for rec in records:
                 _append(units_path, rec)
@@ -319,7 +340,7 @@ def run_experiment(config_or_path: ExperimentConfig | dict[str, Any] | str | Pat
         if todo:
             pending.append(attrs.evolve(t, members=todo))
     errors: list[dict[str, Any]] = []
-    for rec in _execute(pending, units_path, config.experiment.n_jobs, progress, len(finished)):
+    for rec in _execute(pending, units_path, config.experiment, progress, len(finished)):
         if "error" in rec:
             errors.append({"key": rec["key"], "error": rec["error"], "traceback": rec.get("traceback", "")})
         else:

@@ -41,7 +41,8 @@ from multikernel.solve.fit import FittedMKL, encode_targets
 from multikernel.stack.kernelset import KernelSet
 
 __all__ = [
-    "UnitTask", "Member", "run_unit", "make_builders", "make_kernel_set", "split_data", "append_noise", "noise_columns",
+    "UnitTask", "Member", "run_unit", "unit_stub", "make_builders", "make_kernel_set", "split_data",
+    "append_noise", "noise_columns",
 ]
 
 
@@ -164,13 +165,16 @@ class _Recorder:
         self._context = warnings.catch_warnings(record=True)
         self.caught = self._context.__enter__()
         warnings.simplefilter("always")
-        self._start = time.perf_counter()
+        self._start, self._cpu_start = time.perf_counter(), time.process_time()
         return self
 
     def __exit__(self, kind: Any, exc: BaseException | None, tb: Any) -> bool:
         self._context.__exit__(None, None, None)
         rec = self.record
         rec["unit_time"] = rec.get("unit_time", 0.0) + time.perf_counter() - self._start
+        # CPU seconds as well: on a loaded machine wall time counts the other users too (a unit runs
+        # single-threaded in its worker process, so its process time is its own).
+        rec["unit_cpu_time"] = rec.get("unit_cpu_time", 0.0) + time.process_time() - self._cpu_start
         # The outer solvers turn Ctrl-C into a best-so-far result with a warning (right for one interactive
         # fit); a unit cut short that way must not be recorded as finished, so the interrupt goes on.
         if any(issubclass(w.category, FitInterruptedWarning) for w in self.caught):
@@ -207,8 +211,9 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
                        grid=grids[k], kernel_time=kernel_time)
     # Folds outside, methods inside: a fold's sub-stacks are taken once for every method.
     searched = [k for k, points in grids.items() if folds and len(points) > 1]
+    cv_solver = task.solver if s.cv_tol is None else attrs.evolve(task.solver, tol=s.cv_tol)
     results = cross_validate_methods(stack, ytr, folds,
-                                     [(task.members[k].method, grids[k]) for k in searched], task.solver,
+                                     [(task.members[k].method, grids[k]) for k in searched], cv_solver,
                                      warm_start=s.warm_start,
                                      guards=[functools.partial(_Recorder, records[k]) for k in searched])
     for k, (scores, info) in zip(searched, results, strict=True):
@@ -262,7 +267,8 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
     """Run the units of one split; return one record per member (``error`` set when it failed).
 
     A failure of the shared part (split, kernels, test kernels) is recorded in every member still without
-    an error.  The time of the shared part is split evenly among the members' ``unit_time``.
+    an error.  The time of the shared part is split evenly among the members' ``unit_time`` (wall) and
+    ``unit_cpu_time`` (CPU seconds).
     """
     records: list[dict[str, Any]] = []
     for m in task.members:
@@ -274,7 +280,7 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
             rec.update(ratio=task.ratio, repeat=task.repeat,
                        n_noise_features=noise_columns(task.X.shape[1], task.ratio))
         records.append(rec)
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     shared: dict[str, Any] = {}
     with _Recorder(shared):
         if task.kind == "path":
@@ -285,7 +291,10 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
                 X = append_noise(task.X, task.ratio, task.max_ratio, task.settings.seed)
             _select_and_test(task, X, records)
     own = sum(r.get("unit_time", 0.0) for r in records)
+    own_cpu = sum(r.get("unit_cpu_time", 0.0) for r in records)
+    shared_cpu = max(time.process_time() - cpu_start - own_cpu, 0.0) / len(records)
     for rec in records:
+        rec["unit_cpu_time"] = rec.get("unit_cpu_time", 0.0) + shared_cpu
         rec["unit_time"] = rec.get("unit_time", 0.0) + max(time.perf_counter() - start - own, 0.0) / len(records)
         rec["convergence_warnings"] = rec.get("convergence_warnings", 0) + shared.get("convergence_warnings", 0)
         rec["other_warnings"] = sorted(set(rec.get("other_warnings", [])) | set(shared.get("other_warnings", [])))
@@ -295,3 +304,8 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
         elif "accuracy" not in rec and "points" not in rec:
             rec.setdefault("error", "no result (an earlier step of this unit failed)")
     return records
+
+
+def unit_stub(task: UnitTask) -> UnitTask:
+    """``task`` without its data rows (the runner sends the rows separately, once per data set)."""
+    return attrs.evolve(task, X=task.X[:0], y=task.y[:0])

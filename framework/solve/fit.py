@@ -323,6 +323,16 @@ def decision_values(cross: KernelStack, weights: np.ndarray, coef: np.ndarray, b
     return np.column_stack([cross.combine(w) @ c for w, c in zip(weights, coef, strict=True)]) + bias
 
 
+def _solve_block(stack: KernelStack, y: np.ndarray, warm_start: MKLResult | None, parts: Parts,
+                 settings: SolveSettings, callback: Callable[[dict[str, Any]], None] | None) -> MKLResult:
+    """One outer problem of :func:`fit_mkl` (module level: a process or Dask backend pickles it)."""
+    p = parts.fresh()
+    problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
+                         max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
+                         warm_start=warm_start, callback=callback)
+    return p.solver.solve(problem)
+
+
 def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveSettings | None = None, *,
             shared: bool = False, warm: FittedMKL | None = None, n_jobs: int | None = None,
             callback: Callable[[dict[str, Any]], None] | None = None,
@@ -346,7 +356,8 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
         A previous fit of the same task on the same stack (a neighbouring grid point): its weights and dual
         variables start the solvers; weights outside a changed regularizer's domain are projected onto it.
     n_jobs : int, optional
-        Blocks fitted in parallel when they have their own weights (joblib threads: the stack is shared).
+        Blocks fitted in parallel when they have their own weights: joblib threads (the stack is shared), or
+        the backend of an enclosing ``joblib.parallel_config`` (``None``: its ``n_jobs``, 1 outside one).
     callback : callable, optional
         Called with each outer iteration's history entry.
     params : mapping, optional
@@ -363,18 +374,15 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
     if warm is not None and warm.shared == shared and len(warm.results) == len(problems):
         starts = list(warm.results)
 
-    def solve(y: np.ndarray, warm_start: MKLResult | None) -> MKLResult:
-        p = parts.fresh()
-        problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
-                             max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
-                             warm_start=warm_start, callback=callback)
-        return p.solver.solve(problem)
-
-    if len(problems) == 1 or n_jobs in (None, 1):
-        results = [solve(y, w) for y, w in zip(problems, starts, strict=True)]
+    args = (parts, settings, callback)
+    if len(problems) == 1 or n_jobs == 1:
+        results = [_solve_block(stack, y, w, *args) for y, w in zip(problems, starts, strict=True)]
     else:
+        # Threads by default (the stack is shared in memory); any joblib backend otherwise, e.g. Dask under
+        # ``joblib.parallel_config(backend="dask")``: the stack is a top-level argument, so that backend
+        # scatters it once for all the blocks (multikernel.engine.register_sizeof).
         results = Parallel(n_jobs=n_jobs, prefer="threads")(
-            delayed(solve)(y, w) for y, w in zip(problems, starts, strict=True))
+            delayed(_solve_block)(stack, y, w, *args) for y, w in zip(problems, starts, strict=True))
     return FittedMKL(targets=targets, results=results, shared=shared, fit_time=time.perf_counter() - start,
                      params=dict(params or {}))
 
