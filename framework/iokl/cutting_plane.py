@@ -2,7 +2,10 @@
 
 Each iteration solves the group-sparse MKL problem (IOKL-HM or IOKL-SM) over the current candidate groups
 with a core outer solver (certified duality gap), then adds one group: for every input kernel ``K_m`` the
-candidate maximising ``alpha' (K_m o y y') alpha`` (4.11).
+candidate maximising ``alpha' (K_m o y y') alpha`` (4.11) (output ambiguity: each input kernel has its own
+candidate set, as in the thesis), or, when the candidate set says ``shared_across_kernels`` (input ambiguity:
+a key instance represents its bag whatever the kernel), the one candidate with the largest group norm
+``||(alpha' K^IO_{m} alpha)_m||_2``, the most violated constraint of the group-sparse dual (4.4).
 
 Stopping rule (the thesis leaves it open, spec section 3.5).  At the current ``alpha`` the enlarged problem
 has the certified lower bound ``L(alpha) - dual_bound(q/2)`` over the old groups and the new one; its
@@ -180,20 +183,28 @@ def cutting_plane(
                 res = solve.solve(problem)
             t_mkl = time.perf_counter() - t0
             weights, alpha = res.weights, res.alpha
-            # The most violated group: for each input kernel, from the classifier's own labels and from the
-            # strongest group so far.
+            # The most violated group, searched from the classifier's own labels and from the strongest group.
             t0 = time.perf_counter()
             W = weights.reshape(T, M)
-            new_index, new_sign, q_new = [], [], np.empty(M)
-            for m in range(M):
-                beta = sum(W[t, m] * stack.lift(alpha, t, m) for t in range(T))
-                scores = kernels[m] @ beta + offset * beta.sum()
-                strongest = int(np.argmax(W[:, m]))
-                starts = [candidates.from_scores(scores), (stack.index[strongest, m], stack.sign[strongest, m])]
-                idx, sgn, q_new[m] = candidates.most_violated(kernels[m], alpha, starts, enumerate_limit,
-                                                               offset=offset)
-                new_index.append(idx)
-                new_sign.append(sgn)
+            betas = [sum(W[t, m] * stack.lift(alpha, t, m) for t in range(T)) for m in range(M)]
+            if candidates.shared_across_kernels:
+                # one candidate for the whole group: the group norm of its quad forms is the violation
+                scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                strongest = int(np.argmax(np.linalg.norm(W, axis=1)))
+                starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0])]
+                idx, sgn, q_new = candidates.most_violated_group(kernels, alpha, starts, enumerate_limit,
+                                                                 offset=offset)
+                new_index, new_sign = [idx] * M, [sgn] * M
+            else:
+                new_index, new_sign, q_new = [], [], np.empty(M)
+                for m in range(M):
+                    scores = kernels[m] @ betas[m] + offset * betas[m].sum()
+                    strongest = int(np.argmax(W[:, m]))
+                    starts = [candidates.from_scores(scores), (stack.index[strongest, m], stack.sign[strongest, m])]
+                    idx, sgn, q_new[m] = candidates.most_violated(kernels[m], alpha, starts, enumerate_limit,
+                                                                   offset=offset)
+                    new_index.append(idx)
+                    new_sign.append(sgn)
             t_search = time.perf_counter() - t0
             t0 = time.perf_counter()
             q_all = np.r_[problem.quad_forms(alpha), q_new]
