@@ -114,3 +114,29 @@ def test_bag_level_groups_share_their_key_instances_and_predict_as_trained(theta
         trained = sum(F[t, res.index[t, 0, unit]] for t in range(len(beta))) + clf.intercept_
         assert scores[b] >= trained - 1e-10
     assert np.mean(clf.predict(X, bags) == np.where(np.unique(bags) % 2 == 0, 1, -1)) == 1.0
+
+
+@pytest.mark.parametrize("backend", ["dense", "memmap", "lazy"])
+@pytest.mark.parametrize("mixed", [False, True])
+def test_input_output_combination_with_a_shared_block_matches_the_explicit_sum(backend, mixed, tmp_path):
+    """``IOStack.combine`` (copied shared block, memory-map view, lazy view; uniform and mixed shared signs;
+    the cache handed on by ``with_group``) equals ``sum_k w_k kernel(k)``."""
+    from multikernel.iokl import IOStack
+    from multikernel.stack.kernelset import KernelSet
+
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(14, 3))
+    kernels = [create("kernel", "rbf"), create("kernel", "laplacian"), create("kernel", "inverse_distance")]
+    inputs = KernelSet(kernels, backend=backend, memmap_dir=str(tmp_path)).fit_stack(X)
+    shared = np.arange(5, 14)
+    shared_sign = np.where(np.arange(9) % 3 == 0, 1.0, -1.0) if mixed else -np.ones(9)
+    index = np.array([np.r_[[0, 3, 4], shared], np.r_[[1, 2, 4], shared]])
+    sign = np.tile(np.r_[np.ones(3), shared_sign], (2, 1))
+    stack = IOStack(inputs, index, sign, offset=0.7)
+    for grown in (stack, stack.with_group(np.r_[[2, 3, 4], shared], sign[0])):
+        w = rng.random(grown.n_kernels)
+        w[1] = 0.0
+        expected = sum(w[k] * grown.kernel(k) for k in range(grown.n_kernels))
+        for _ in range(2):  # the second call reads the cached shared block
+            np.testing.assert_allclose(grown.combine(w), expected, rtol=1e-12, atol=1e-12)
+    assert stack.with_group(np.r_[[2, 3, 4], shared], sign[0])._shared is stack._shared
