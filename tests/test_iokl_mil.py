@@ -140,3 +140,45 @@ def test_input_output_combination_with_a_shared_block_matches_the_explicit_sum(b
         for _ in range(2):  # the second call reads the cached shared block
             np.testing.assert_allclose(grown.combine(w), expected, rtol=1e-12, atol=1e-12)
     assert stack.with_group(np.r_[[2, 3, 4], shared], sign[0])._shared is stack._shared
+
+
+@pytest.mark.parametrize("backend", ["dense", "lazy"])
+def test_input_output_quad_forms_match_the_explicit_kernels(backend):
+    """Batched forms (one product per input kernel), shared and per-kernel groups, sparse ``v``."""
+    from multikernel.iokl import IOStack
+    from multikernel.stack.kernelset import KernelSet
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(16, 3))
+    inputs = KernelSet([create("kernel", "rbf"), create("kernel", "laplacian")], backend=backend).fit_stack(X)
+    # output ambiguity, a candidate per kernel; then input ambiguity with shared groups
+    Y = rng.choice([-1.0, 1.0], size=(3, 2, 16))
+    keys = np.array([np.r_[[0, 4], np.arange(8, 16)], np.r_[[1, 5], np.arange(8, 16)],
+                     np.r_[[2, 7], np.arange(8, 16)]])
+    stacks = [IOStack(inputs, np.tile(np.arange(16), (3, 2, 1)), Y, offset=0.4),
+              IOStack(inputs, keys, np.tile(np.r_[1.0, 1.0, -np.ones(8)], (3, 1)), offset=0.4)]
+    for stack in stacks:
+        v = rng.random(stack.n_rows)
+        v[::3] = 0.0
+        expected = np.array([v @ stack.kernel(k) @ v for k in range(stack.n_kernels)])
+        np.testing.assert_allclose(stack.quad_forms(v), expected, rtol=1e-12)
+        some = np.array([5, 0, 3])
+        np.testing.assert_allclose(stack.quad_forms(v, some), expected[some], rtol=1e-12)
+
+
+def test_loose_early_solves_end_at_tol():
+    """The cutting plane's MKL tolerance only tightens, and a stop that trusts the solve is made at ``tol``."""
+    from multikernel import DenseStack
+    from multikernel.iokl.cutting_plane import cutting_plane
+
+    X, Ks = _kernels(10, 8)
+    fixed = np.r_[1.0, -1.0, np.zeros(8)]
+    cset = LabelSet(10, fixed, [np.arange(2, 10)], [4], [4])
+    res = cutting_plane(DenseStack(np.array(Ks[:2])), cset, np.full(10, 5.0), cset.from_scores(X[:, 0]),
+                        tol=1e-4, cp_tol=1e-4, max_iter=30, mkl_max_iter=3000)
+    tols = [h["mkl_tol"] for h in res.history]
+    assert tols[0] == 1e-2 and all(b <= a for a, b in zip(tols, tols[1:], strict=False))
+    if res.stop_reason in ("no new candidate", "objective change below cp_tol"):
+        assert tols[-1] == 1e-4 and res.mkl.dual_gap <= 1e-4
+    else:
+        assert res.history[-1]["violation"] <= 1e-4

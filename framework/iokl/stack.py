@@ -187,28 +187,47 @@ class IOStack(KernelStack):
 
     def lift(self, v: np.ndarray, t: int, m: int) -> np.ndarray:
         """``P_{t,m} v`` in instance space: the coefficients of candidate ``(t, m)`` on the N instances."""
-        u = np.zeros(self.inputs.n_rows)
-        np.add.at(u, self.index[t, m], v * self.sign[t, m])
-        return u
+        return np.bincount(self.index[t, m], weights=v * self.sign[t, m], minlength=self.inputs.n_rows)
 
     def quad_forms(self, v: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         v = self._check_v(v)
         ks = np.arange(self.n_kernels) if kernels is None else np.asarray(kernels, dtype=np.intp).ravel()
+        t_of, m_of = np.divmod(ks, self.n_inputs)
         q = np.empty(len(ks))
-        shared = self.n_inputs > 1 and np.all(self.index == self.index[:, :1]) and np.all(
-            self.sign == self.sign[:, :1])
-        cache: dict[int, np.ndarray] = {}
-        for j, k in enumerate(ks):
-            t, m = divmod(int(k), self.n_inputs)
-            if shared:  # one candidate for the whole group: one pass gives the M forms
-                if t not in cache:
-                    cache[t] = self.inputs.quad_forms(self.lift(v, t, 0))
-                q[j] = cache[t][m]
-            else:
-                q[j] = self.inputs.quad_forms(self.lift(v, t, m), [m])[0]
-            if self.offset:
-                q[j] += self.offset * float(v @ self.sign[t, m]) ** 2
+        if isinstance(self.inputs, DenseStack):
+            for m in np.unique(m_of):
+                sel = np.flatnonzero(m_of == m)
+                U = self._lift_many(v, t_of[sel], m)
+                if len(sel) == 1:  # touches only the support, no copy
+                    q[sel] = self.inputs.quad_forms(U[:, 0], [m])
+                    continue
+                # every candidate of kernel m in one product: K_m is read once, not once per candidate
+                K = np.asarray(self.inputs.kernel(m), dtype=np.float64)
+                s = np.flatnonzero(np.any(U != 0, axis=1))
+                if len(s) < 0.7 * len(K):
+                    K, U = K[np.ix_(s, s)], U[s]
+                q[sel] = np.einsum("ij,ij->j", U, K @ U)
+        else:
+            # other stacks compute their kernels' blocks in one pass: one call per lift
+            shared = np.all(self.index == self.index[:, :1], axis=(1, 2)) & np.all(
+                self.sign == self.sign[:, :1], axis=(1, 2))
+            for t in np.unique(t_of):
+                sel = np.flatnonzero(t_of == t)
+                if shared[t]:  # one candidate for the whole group: one lift gives its M forms
+                    q[sel] = self.inputs.quad_forms(self.lift(v, t, 0), m_of[sel])
+                else:
+                    for j in sel:
+                        q[j] = self.inputs.quad_forms(self.lift(v, t, m_of[j]), [m_of[j]])[0]
+        if self.offset:
+            q += self.offset * (self.sign[t_of, m_of] @ v) ** 2
         return q
+
+    def _lift_many(self, v: np.ndarray, ts: np.ndarray, m: int) -> np.ndarray:
+        """``P_{t,m} v`` for the candidates ``ts`` of input kernel ``m``, as columns: shape (N, len(ts))."""
+        U = np.empty((self.inputs.n_rows, len(ts)))
+        for j, t in enumerate(ts):
+            U[:, j] = np.bincount(self.index[t, m], weights=v * self.sign[t, m], minlength=self.inputs.n_rows)
+        return U
 
     def kernel(self, k: int) -> np.ndarray:
         t, m = divmod(int(k), self.n_inputs)
