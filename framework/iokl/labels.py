@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from multikernel.iokl.stack import _blas_for
+
 __all__ = ["CandidateSet", "KeyInstanceSet", "LabelSet"]
 
 
@@ -98,7 +100,8 @@ class CandidateSet(abc.ABC):
             for lo in range(0, len(index), 512):
                 U = self.lift(alpha, index[lo:lo + 512], sign[lo:lo + 512])
                 sums = offset * U.sum(axis=1) ** 2
-                Q = np.stack([np.einsum("bi,bi->b", U @ K, U) + sums for K in Ks], axis=1)
+                with _blas_for(U.shape[1]):
+                    Q = np.stack([np.einsum("bi,bi->b", U @ K, U) + sums for K in Ks], axis=1)
                 vals = np.linalg.norm(Q, axis=1)
                 j = int(np.argmax(vals))
                 if vals[j] > best_val:
@@ -107,7 +110,8 @@ class CandidateSet(abc.ABC):
 
         def evaluate(index: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             u = self.lift(alpha, index, sign)[0]
-            KU = np.stack([K @ u for K in Ks])  # reused: the value and the next linearisation need it
+            with _blas_for(0):  # matrix-vector products are memory-bound: BLAS threads only contend
+                KU = np.stack([K @ u for K in Ks])  # reused: the value and the next linearisation need it
             q = KU @ u + offset * u.sum() ** 2
             return u, KU, q
 

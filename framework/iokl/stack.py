@@ -206,7 +206,8 @@ class IOStack(KernelStack):
                 s = np.flatnonzero(np.any(U != 0, axis=1))
                 if len(s) < 0.7 * len(K):
                     K, U = K[np.ix_(s, s)], U[s]
-                q[sel] = np.einsum("ij,ij->j", U, K @ U)
+                with _blas_for(len(K)):
+                    q[sel] = np.einsum("ij,ij->j", U, K @ U)
         else:
             # other stacks compute their kernels' blocks in one pass: one call per lift
             shared = np.all(self.index == self.index[:, :1], axis=(1, 2)) & np.all(
