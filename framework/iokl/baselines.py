@@ -43,13 +43,13 @@ class _MILBase(ClassifierMixin, BaseEstimator):
         builders = default_kernels() if self.kernels is None else [clone(b) for b in self.kernels]
         self.kernel_set_ = KernelSet(builders)
         stack = self.kernel_set_.fit_stack(X)
-        K = np.mean([np.asarray(stack.kernel(m)) for m in range(stack.n_kernels)], axis=0)
+        K = stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels))  # the average, without stacked copies
         return K, lists, np.where(yb == self.classes_[1], 1.0, -1.0)
 
     def _cross(self, X: Any) -> np.ndarray:
         check_is_fitted(self, "kernel_set_")
         cross = self.kernel_set_.cross_stack(check_array(X))
-        return np.mean([np.asarray(cross.kernel(m)) for m in range(cross.n_kernels)], axis=0)
+        return cross.combine(np.full(cross.n_kernels, 1.0 / cross.n_kernels))
 
     def decision_function(self, X: Any, bags: Any) -> np.ndarray:
         """Bag scores: the largest instance score (bags in the order of ``np.unique(bags)``)."""

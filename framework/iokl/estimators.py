@@ -78,7 +78,9 @@ class _IOKLBase(BaseEstimator):
 
 def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
     """Decision values on every instance of an SVM trained on ``rows`` with the average input kernel."""
-    K = np.mean([np.asarray(inputs.kernel(m)) for m in range(inputs.n_kernels)], axis=0)
+    K = inputs.combine(np.full(inputs.n_kernels, 1.0 / inputs.n_kernels))  # one pass, no stacked copy
+    if len(rows) == len(K):  # SIL-SVM: every instance, no copy
+        return SVC(kernel="precomputed", C=C).fit(K, y).decision_function(K)
     svm = SVC(kernel="precomputed", C=C).fit(K[np.ix_(rows, rows)], y)
     return svm.decision_function(K[:, rows])
 

@@ -28,6 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from multikernel.iokl.stack import _blas_for
+
 __all__ = ["CandidateSet", "KeyInstanceSet", "LabelSet"]
 
 
@@ -61,6 +63,12 @@ class CandidateSet(abc.ABC):
         np.add.at(out, (rows, index.ravel()), (alpha * sign).ravel())
         return out
 
+    #: Whether one candidate serves all input kernels of a group.  True for input ambiguity (a key instance is
+    #: the bag's representative whatever the kernel: with a key per kernel, a bag would be scored in training
+    #: by a sum over kernels at different instances, which no single instance achieves when predicting);
+    #: False for output ambiguity, where the thesis gives each input kernel its own candidate set.
+    shared_across_kernels: bool = False
+
     def most_violated(self, K: np.ndarray, alpha: np.ndarray, start: Sequence[tuple[np.ndarray, np.ndarray]],
                       enumerate_limit: int = 4096, max_steps: int = 50, offset: float = 0.0
                       ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -70,34 +78,61 @@ class CandidateSet(abc.ABC):
         ``start`` and the best fixed point wins.  ``offset`` is the absorbed bias of the input kernels.
         Returns ``(index, sign, value)``.
         """
-        K = np.asarray(K, dtype=np.float64)
+        index, sign, q = self.most_violated_group([K], alpha, start, enumerate_limit, max_steps, offset)
+        return index, sign, float(q[0])
+
+    def most_violated_group(self, kernels: Sequence[np.ndarray], alpha: np.ndarray,
+                            start: Sequence[tuple[np.ndarray, np.ndarray]], enumerate_limit: int = 4096,
+                            max_steps: int = 50, offset: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The candidate shared by the kernels ``K_1..K_M`` with the largest group norm ``||q||_2``.
+
+        ``q_m = u' (K_m + offset 11') u``: the most violated group of the group-sparse dual (4.4) when one
+        candidate serves the whole group (its constraint is ``||lambda_t||_2 <= gamma`` with
+        ``lambda_{m,t} >= q_m / 2``).  With one kernel this is (4.11).  ``||q(u)||_2`` is convex in ``u`` (a
+        norm, non-decreasing on the non-negative orthant, of convex quadratics), so the sorting ascent on its
+        linearisation ``sum_m q_m (K_m + offset 11') u`` increases it at every step, as for one kernel.
+        Returns ``(index, sign, q)``.
+        """
+        Ks = [np.asarray(K, dtype=np.float64) for K in kernels]
         if self.size() <= enumerate_limit:
             best_val, best = -math.inf, None
             index, sign = self.enumerate()
             for lo in range(0, len(index), 512):
                 U = self.lift(alpha, index[lo:lo + 512], sign[lo:lo + 512])
-                vals = np.einsum("bi,bi->b", U @ K, U) + offset * U.sum(axis=1) ** 2
+                sums = offset * U.sum(axis=1) ** 2
+                with _blas_for(U.shape[1]):
+                    Q = np.stack([np.einsum("bi,bi->b", U @ K, U) + sums for K in Ks], axis=1)
+                vals = np.linalg.norm(Q, axis=1)
                 j = int(np.argmax(vals))
                 if vals[j] > best_val:
-                    best_val, best = float(vals[j]), (index[lo + j], sign[lo + j])
-            return best[0].copy(), best[1].copy(), best_val
+                    best_val, best = float(vals[j]), (index[lo + j], sign[lo + j], Q[j])
+            return best[0].copy(), best[1].copy(), best[2].copy()
+
+        def evaluate(index: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            u = self.lift(alpha, index, sign)[0]
+            with _blas_for(0):  # matrix-vector products are memory-bound: BLAS threads only contend
+                KU = np.stack([K @ u for K in Ks])  # reused: the value and the next linearisation need it
+            q = KU @ u + offset * u.sum() ** 2
+            return u, KU, q
+
         best_val, best = -math.inf, None
         for cand in start:
             index, sign = cand
-            u = self.lift(alpha, index, sign)[0]
-            Ku = K @ u  # reused: the value and the next linearisation need the same product
-            val = float(u @ Ku + offset * u.sum() ** 2)
+            u, KU, q = evaluate(index, sign)
+            val = float(np.linalg.norm(q))
             for _ in range(max_steps):
-                ni, ns = self.best_linear(Ku + offset * u.sum(), (index, sign))
-                nu = self.lift(alpha, ni, ns)[0]
-                Knu = K @ nu
-                nval = float(nu @ Knu + offset * nu.sum() ** 2)
-                if nval <= val * (1 + 1e-12) or (np.array_equal(ni, index) and np.array_equal(ns, sign)):
+                w = q if np.any(q > 0) else np.ones_like(q)  # u = 0: any direction, the kernels equally
+                ni, ns = self.best_linear(w @ KU + offset * w.sum() * u.sum(), (index, sign))
+                if np.array_equal(ni, index) and np.array_equal(ns, sign):
                     break
-                index, sign, u, Ku, val = ni, ns, nu, Knu, nval
+                nu, nKU, nq = evaluate(ni, ns)
+                nval = float(np.linalg.norm(nq))
+                if nval <= val * (1 + 1e-12):
+                    break
+                index, sign, u, KU, q, val = ni, ns, nu, nKU, nq, nval
             if val > best_val:
-                best_val, best = val, (index, sign)
-        return best[0].copy(), best[1].copy(), best_val
+                best_val, best = val, (index, sign, q)
+        return best[0].copy(), best[1].copy(), best[2].copy()
 
 
 class LabelSet(CandidateSet):
@@ -171,9 +206,9 @@ class LabelSet(CandidateSet):
         # u = alpha o y, so the linearisation 2 g'u = 2 sum_i (alpha_i g_i) y_i is linear in y.
         return self.from_scores(self._alpha * g)
 
-    def most_violated(self, K, alpha, start, enumerate_limit=4096, max_steps=50, offset=0.0):
+    def most_violated_group(self, kernels, alpha, start, enumerate_limit=4096, max_steps=50, offset=0.0):
         self._alpha = np.asarray(alpha, dtype=np.float64)
-        return super().most_violated(K, alpha, start, enumerate_limit, max_steps, offset)
+        return super().most_violated_group(kernels, alpha, start, enumerate_limit, max_steps, offset)
 
 
 class KeyInstanceSet(CandidateSet):
@@ -198,6 +233,8 @@ class KeyInstanceSet(CandidateSet):
         self.sign = np.r_[np.ones(len(self.positive)), -np.ones(len(self.negative))]
         # The unit of each positive bag, for prediction and reports.
         self.n_positive = len(self.positive)
+
+    shared_across_kernels = True
 
     def size(self) -> int:
         return math.prod(len(b) for b in self.positive)

@@ -1,6 +1,9 @@
 """IOKL on the MIL benchmarks (spec section 3.12): 10-fold cross-validation bag accuracy, resumable.
 
-    python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk1 elephant --reps 1
+    python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk1 --reps 10
+    python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets elephant --reps 3
+    python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk2 --reps 1
+    python docs/experiments/iokl/iokl_mil.py --summarize     # mil_results.md from mil_results.csv only
 
 Every (data set, repetition, fold, method) result is appended to ``mil_results.csv`` next to this script as
 soon as it is computed; a rerun skips what is there (resumable).  ``mil_results.md`` is the summary with the
@@ -57,8 +60,12 @@ def main() -> None:
     parser.add_argument("--max-iter", type=int, default=10, help="cutting-plane iterations of IOKL")
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--out", default=str(HERE / "mil_results.csv"))
+    parser.add_argument("--summarize", action="store_true", help="only write the summary of --out")
     args = parser.parse_args()
     out = Path(args.out)
+    if args.summarize:
+        summarize(out)
+        return
     done = set()
     fresh = not out.exists() or out.stat().st_size == 0
     if not fresh:
