@@ -556,3 +556,24 @@ def test_ctrl_c_stops_a_long_solve():
     finally:
         timer.cancel()
         signal.signal(signal.SIGINT, previous)
+
+
+# Known defect, reproduced (issue found by the drawn hard-structure tests of tests/test_bucak_solvers.py): on a
+# rank-deficient kernel (rank 10 of 16) with C = 100 and one positive sample, the SMO's KKT violation stays at
+# 5.1e-7 for millions of pair steps (the free variables move along directions of near-zero curvature), so a
+# tight inner tolerance (the outer loop asks for down to 1e-9) ends at the iteration cap with a warning.  The
+# outer certificates stay valid (computed from the alpha reached); the fix would be a polishing step on the
+# free set (a Newton / least-squares step under the equality constraint) when the violation stalls.
+@pytest.mark.xfail(strict=True, reason="SMO stalls at KKT 5e-7 on a rank-deficient kernel at large C (known)")
+def test_smo_reaches_a_tight_tolerance_on_a_rank_deficient_kernel_at_large_C():
+    from _mkl_testing import make_problem
+
+    pr = make_problem(n=16, positives=1, kinds=["linear", "linear", "flat_rbf", "linear", "linear"], copies=[],
+                      log10_scales=None, order=[0, 3, 1, 2, 4], C=100.0, seed=0)
+    K = pr.Ks.mean(axis=0)
+    assert np.linalg.matrix_rank(K, tol=1e-9 * np.linalg.norm(K, 2)) < len(pr.y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = solve_qp(K, pr.y, p=-np.ones(len(pr.y)), lower=0.0, upper=pr.C, y_sum=0.0, tol=1e-7,
+                       max_iter=1_000_000)
+    assert res.converged and res.kkt_violation <= 1e-7
