@@ -41,9 +41,10 @@ from multikernel.plugins.regularizers import (
     SimplexPower,
     Uniform,
 )
+from multikernel.plugins.smo_mkl import SMOMKL
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
-PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl"]
+PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl", "smo_mkl"]
 
 
 def test_the_presets_are_all_tested():
@@ -95,6 +96,8 @@ CASES = [
     (L2Ball(), BlockCoordinateDescent()),
     (ElasticNet(v=0.5), BlockCoordinateDescent()),
     (ElasticNet(v=0.2), ProjectedGradient()),
+    (LpBall(p=1.5), SMOMKL()),
+    (L2Ball(), SMOMKL()),
 ]
 
 
