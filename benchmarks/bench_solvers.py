@@ -199,6 +199,8 @@ def figure(results: dict, path: str, tol: float) -> None:
     keys = list(results)
     if not keys:
         return
+    names = sorted({s for rows in results.values() for s in rows})
+    colors = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(names)}  # one colour per solver everywhere
     datasets = list(dict.fromkeys(k[0] for k in keys))
     problems = list(dict.fromkeys(k[1] for k in keys))
     fig, axes = plt.subplots(len(datasets), len(problems), figsize=(4.2 * len(problems), 3.2 * len(datasets)),
@@ -210,7 +212,7 @@ def figure(results: dict, path: str, tol: float) -> None:
                 if isinstance(r, dict) and r["trace"]:
                     t, g = zip(*r["trace"], strict=True)
                     g = np.minimum(np.asarray(g, dtype=float), 1.0)
-                    ax.step(t, np.maximum(g, 1e-9), where="post", label=s)
+                    ax.step(t, np.maximum(g, 1e-9), where="post", label=s, color=colors[s])
             ax.axhline(tol, color="grey", lw=0.8, ls=":")
             ax.set_xscale("log")
             ax.set_yscale("log")
