@@ -154,6 +154,15 @@ cdef double _pair_step(double tmax, const double* q, const double* g, const doub
     return t
 
 
+cdef inline void _set_theta(double* theta, const double* w, double N, Py_ssize_t M, double c,
+                            int s) noexcept nogil:
+    """``theta_m = 2 c s N^(s-1) w_m``: the weights of the combined kernel in the gradient."""
+    cdef double scale = 2.0 * c * s * (pow(N, s - 1.0) if s > 1 else 1.0)
+    cdef Py_ssize_t m
+    for m in range(M):
+        theta[m] = scale * w[m]
+
+
 def pair_step(double tmax, double[::1] q, double[::1] g, double[::1] h, double r, double c, int s,
               double lin):
     """The Newton step of one pair, exposed for tests: ``(t, newton_iterations)``.
@@ -215,7 +224,7 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
     cdef Py_ssize_t m, k, i, j
     cdef long long it = 0, newton_total = 0
     cdef int newton_it = 0, converged = 0, interrupted = 0
-    cdef double N, scale, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin
+    cdef double N, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin
     cdef double work = 0.0, step_work = 4.0 * M * n + 1.0
     cdef double violation = INFINITY
 
@@ -229,18 +238,17 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
             for k in range(n):
                 q[m] += y[k] * alpha[k] * U[m, k]
         N = _norm_weights(&q[0], M, r, w)
-        while True:
-            scale = 2.0 * c * s * (pow(N, s - 1.0) if s > 1 else 1.0)
-            for m in range(M):
-                theta[m] = scale * w[m]
-            # The gradient's kernel part F and the combined kernel's diagonal, in one pass.
+        _set_theta(theta, w, N, M, c, s)
+        # The gradient's kernel part F and the combined kernel's diagonal; after each step they are formed
+        # in the same pass that updates U.
+        for k in range(n):
+            F[k] = 0.0
+            kdiag[k] = 0.0
+        for m in range(M):
             for k in range(n):
-                F[k] = 0.0
-                kdiag[k] = 0.0
-            for m in range(M):
-                for k in range(n):
-                    F[k] += theta[m] * U[m, k]
-                    kdiag[k] += theta[m] * diag[m * n + k]
+                F[k] += theta[m] * U[m, k]
+                kdiag[k] += theta[m] * diag[m * n + k]
+        while True:
             # Working set: i the most violating index of I_up (libsvm's rule in the maximisation form).
             vmax = -INFINITY
             vmin = INFINITY
@@ -325,13 +333,21 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
                     alpha[j] = 0.0
                 elif y[j] < 0 and C[j] - alpha[j] <= 1e-12 * C[j]:
                     alpha[j] = C[j]
+            # q(t) is exact from g and h, so the new weights are known before U is updated.
             for m in range(M):
                 q[m] = q[m] + t * (2.0 * g[m] + t * h[m])
                 if q[m] < 0.0:
                     q[m] = 0.0
+            N = _norm_weights(&q[0], M, r, w)
+            _set_theta(theta, w, N, M, c, s)
+            for k in range(n):
+                F[k] = 0.0
+                kdiag[k] = 0.0
+            for m in range(M):
                 for k in range(n):
                     U[m, k] += t * (K[m, i, k] - K[m, j, k])
-            N = _norm_weights(&q[0], M, r, w)
+                    F[k] += theta[m] * U[m, k]
+                    kdiag[k] += theta[m] * diag[m * n + k]
         # Exact q_m = coef' u_m at the end (removes the rounding of the incremental updates).
         for m in range(M):
             q[m] = 0.0

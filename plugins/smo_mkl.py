@@ -45,6 +45,19 @@ __all__ = ["SMOMKL", "lp_weights", "solve_lp_dual", "KKT_FLOOR"]
 #: (:data:`~multikernel.solve.outer.INNER_TOL_FLOOR`): at large C a KKT violation of 1e-9 still leaves relative
 #: gaps near 1e-7, and the steps here cost O(M n), not a kernel combination.
 KKT_FLOOR = 1e-12
+#: Growth of the steps per round after a round that ended at its step limit.
+ROUND_GROWTH = 1.1
+
+
+class _SMOLoop(OuterLoop):
+    """The shared loop, with advice that fits SMO-MKL: its iterate *is* the inner solution, so the inner gap
+    is the whole gap, and more steps (not a tighter inner tolerance) is what helps."""
+
+    def _advice(self, stalled: bool, solver: str) -> str:
+        if stalled:
+            return "increase tol, or use 'bcd' for this problem"
+        return ("increase max_iter (rounds of SMO steps; each round is 10% longer than the last) or tol; at large C "
+                "SMO needs many steps, and 'bcd' may need fewer SVM solves")
 
 
 def _dual_exponent(p: float) -> float:
@@ -197,7 +210,9 @@ class SMOMKL(Solver):
     C-SVC primal at ``mu(alpha)`` with the best bias -- so ``tol``, ``max_iter`` (rounds), the warning that
     states the gap reached and Ctrl-C (the best certified iterate) behave as for every solver.  A round stops
     early when the KKT violation is below the inner tolerance; the tolerance is tightened (down to
-    :data:`KKT_FLOOR`) while the certified gap is above ``tol``.  The final
+    :data:`KKT_FLOOR`) while the certified gap is above ``tol``; a round that ends at its step limit makes the
+    next one 10% longer, so ``max_iter`` rounds cover the tens of thousands of steps that degenerate problems
+    at large C need.  The final
     iterate is certified again from kernel products recomputed from the stack.
 
     Warm start: ``warm_start.alpha`` (made feasible), else an SVM at the warm weights (projected onto the lp
@@ -207,7 +222,8 @@ class SMOMKL(Solver):
     Parameters
     ----------
     steps_per_round : int, optional
-        SMO steps between two certificates; by default the number of training points (at least 100).
+        SMO steps between two certificates (one outer iteration); by default a quarter of the number of
+        training points (at least 50).  A certificate costs O(M n), about one step.
     """
 
     name = "smo_mkl"
@@ -233,8 +249,8 @@ class SMOMKL(Solver):
         y, C, qp = _csvc_blocks(problem)
         K = _dense_kernels(problem.stack)
         n = len(y)
-        per_round = self.steps_per_round or max(n, 100)
-        loop = OuterLoop(problem)
+        per_round = self.steps_per_round or max(n // 4, 50)
+        loop = _SMOLoop(problem)
         converged = interrupted = False
         reason = None
         try:
@@ -244,7 +260,11 @@ class SMOMKL(Solver):
             while not loop.met and loop.n_iter < problem.max_iter:
                 # The loop tightens its inner tolerance when the gap at mu(alpha) is large against tol.
                 eps = min(eps, loop.inner_tol)
-                _, kkt_met = state.run(eps, per_round)
+                _, kkt_met = state.run(eps, int(per_round))
+                if not kkt_met:
+                    # Rounds grow while the steps run to their limit: degenerate problems at large C take tens
+                    # of thousands of steps (as the inner SMO does on them), and max_iter counts rounds.
+                    per_round *= ROUND_GROWTH
                 if loop.record(*state.evaluate(qp)):
                     # Certify again from kernel products recomputed from the stack.
                     state.refresh()

@@ -41,6 +41,7 @@ from multikernel.plugins.regularizers import (
     SimplexPower,
     Uniform,
 )
+from multikernel.plugins.smo_mkl import SMOMKL
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
 PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
@@ -96,6 +97,8 @@ CASES = [
     (L2Ball(), BlockCoordinateDescent()),
     (ElasticNet(v=0.5), BlockCoordinateDescent()),
     (ElasticNet(v=0.2), ProjectedGradient()),
+    (LpBall(p=1.5), SMOMKL()),
+    (L2Ball(), SMOMKL()),
 ]
 
 
