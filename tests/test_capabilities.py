@@ -99,9 +99,9 @@ def test_capabilities_are_derived_from_the_code():
                                                      r"penalty_gradient\(mu\)"):
         check_compatible(PenaltyOnly(), ProjectedGradient())
     with pytest.raises(IncompatiblePartsError, match=r"No registered solver works with Bare \(an unregistered class\) "
-                                                     r"\(bcd lacks closed_form; easymkl lacks simplex; level lacks projection, polyhedral, "
-                                                     r"cap; projected_gradient lacks projection; reduced_gradient "
-                                                     r"lacks simplex\)\."):
+                                                     r"\(bcd lacks closed_form; easymkl lacks simplex; level lacks "
+                                                     r"projection, polyhedral, cap; projected_gradient lacks "
+                                                     r"projection; reduced_gradient lacks simplex\)\."):
         check_compatible(Bare(), ProjectedGradient())
 
 

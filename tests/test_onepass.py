@@ -128,3 +128,14 @@ def test_average_under_other_solvers_takes_no_step(monkeypatch):
         assert count.quad == 0, solver
         np.testing.assert_allclose(clf.weights_, np.full(len(K), 0.25))
         assert clf.objective_ == pytest.approx(ref.objective_, rel=1e-6)
+
+
+def test_an_unchecked_stack_defers_its_symmetry_check_to_a_second_operation():
+    K, y = _stack_of()
+    stack = DenseStack(K)
+    combined = stack.combine(np.full(len(K), 0.25))
+    assert stack._data_symmetric is None  # one operation: no extra read of the stack for the check
+    np.testing.assert_allclose(combined, K.mean(axis=0))
+    stack.quad_forms(np.ones(len(y)))
+    assert stack._data_symmetric is True  # from the second on, upper triangles are streamed
+    np.testing.assert_allclose(stack.combine(np.full(len(K), 0.25)), K.mean(axis=0))

@@ -330,6 +330,7 @@ class DenseStack(KernelStack):
         if n_rows != n_cols or (symmetric is None and isinstance(self.data, np.memmap)):
             symmetric = False
         self._data_symmetric = symmetric
+        self._used = False
 
     @classmethod
     def checked(cls, K: np.ndarray, kernel_axis: int = 0) -> DenseStack:
@@ -355,6 +356,17 @@ class DenseStack(KernelStack):
         if self._data_symmetric is None:
             self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
         return self._data_symmetric
+
+    def _stream_symmetric(self) -> bool:
+        """Whether an operation may stream the kernels' upper triangles only.
+
+        A stack whose symmetry is not known yet is checked from its second operation on: the check reads
+        the whole stack, which a single operation (the one combination of a fixed-weight fit) reads anyway.
+        """
+        if self._data_symmetric is None and not self._used:
+            self._used = True
+            return False
+        return self.symmetric
 
     @property
     def symmetric(self) -> bool:
@@ -383,7 +395,7 @@ class DenseStack(KernelStack):
         weights, active = _weights(weights, self.n_kernels)
         out = _out(out, (self.n_rows, self.n_cols), accumulate)
         if self._full:
-            _stack.combine_dense(self.data, weights, active, out, accumulate, self.symmetric)
+            _stack.combine_dense(self.data, weights, active, out, accumulate, self._stream_symmetric())
         else:
             rows, cols = self._rc()
             _stack.combine_gather(self.data, weights, active, rows, cols, out, accumulate)
@@ -395,7 +407,7 @@ class DenseStack(KernelStack):
         if self._full:
             ks = np.arange(self.n_kernels, dtype=np.intp) if kernels is None else _kernel_index(kernels, self)
             out = np.empty(len(ks), dtype=np.float64)
-            _stack.quad_forms_dense(self.data, v, support, ks, out, self.symmetric)
+            _stack.quad_forms_dense(self.data, v, support, ks, out, self._stream_symmetric())
             return out
         rows, cols = self._rc()
         out = np.empty(self.n_kernels, dtype=np.float64)
