@@ -365,3 +365,98 @@ def axpy(double[:, ::1] out, const double[:, ::1] K, double w):
     with nogil:
         for i in prange(n, schedule="dynamic", chunksize=16, num_threads=nt):
             mk_axpy4_f64(&out[i, 0], &K[i, 0], &K[i, 0], &K[i, 0], &K[i, 0], w, 0.0, 0.0, 0.0, 1, 0, m)
+
+
+
+# The checks of a user's training kernels in one read (see check_square_stack).  Rows of a tile are swept
+# contiguously (vectorized max reductions; a NaN or infinity turns the sum of a * 0 into NaN), and the
+# tile is compared with its mirror for the asymmetry while both are in cache.
+cdef extern from *:
+    """
+    #include <math.h>
+    #define MK_CHECK(NAME, T)                                                                   \
+    static inline void NAME##_rows(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0,   \
+                            Py_ssize_t c1, const double *dpos, double tiny, double *mx, double *z,   \
+                            long long *mi, long long *mj) {                                      \
+        for (Py_ssize_t i = r0; i < r1; ++i) {                                                  \
+            const T *r = K + i * n;                                                             \
+            double di = dpos[i] * (1.0 + 1e-6), m = 0.0, zz = 0.0, ex = -1.0;                   \
+            _Pragma("omp simd reduction(max:m,ex) reduction(+:zz)")                             \
+            for (Py_ssize_t j = c0; j < c1; ++j) {                                              \
+                double a = (double)r[j];                                                        \
+                double aa = a < 0 ? -a : a;                                                     \
+                double e = a * a - di * dpos[j] - tiny;                                         \
+                zz += a * 0.0;                                                                  \
+                m = aa > m ? aa : m;                                                            \
+                ex = e > ex ? e : ex;                                                           \
+            }                                                                                   \
+            *z += zz;                                                                           \
+            if (m > *mx) *mx = m;                                                               \
+            if (ex > 0.0 && *mi < 0) {                                                          \
+                for (Py_ssize_t j = c0; j < c1; ++j) {                                          \
+                    double a = (double)r[j];                                                    \
+                    if (a * a - di * dpos[j] - tiny > 0.0) { *mi = i; *mj = j; break; }         \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+    }                                                                                           \
+    MK_DISPATCH static void NAME(const T *K, Py_ssize_t n, const double *dpos, double tiny,     \
+                                 double *maxabs, double *asym, int *finite, long long *mi,      \
+                                 long long *mj) {                                               \
+        double mx = 0.0, asy = 0.0, z = 0.0;                                                    \
+        *mi = -1; *mj = -1;                                                                     \
+        for (Py_ssize_t bi = 0; bi < n; bi += 128) {                                            \
+            Py_ssize_t i1 = bi + 128 < n ? bi + 128 : n;                                        \
+            for (Py_ssize_t bj = bi; bj < n; bj += 128) {                                       \
+                Py_ssize_t j1 = bj + 128 < n ? bj + 128 : n;                                    \
+                NAME##_rows(K, n, bi, i1, bj, j1, dpos, tiny, &mx, &z, mi, mj);                 \
+                if (bj != bi) NAME##_rows(K, n, bj, j1, bi, i1, dpos, tiny, &mx, &z, mi, mj);   \
+                for (Py_ssize_t i = bi; i < i1; ++i) {                                          \
+                    const T *r = K + i * n;                                                     \
+                    for (Py_ssize_t j = (bj == bi ? i + 1 : bj); j < j1; ++j) {                  \
+                        double d = (double)r[j] - (double)K[j * n + i];                         \
+                        d = d < 0 ? -d : d;                                                     \
+                        asy = d > asy ? d : asy;                                                \
+                    }                                                                           \
+                }                                                                               \
+            }                                                                                   \
+        }                                                                                       \
+        *maxabs = mx; *asym = asy; *finite = (z == 0.0);                                        \
+    }
+    MK_CHECK(mk_check_f32, float)
+    MK_CHECK(mk_check_f64, double)
+    """
+    void mk_check_f32(const float *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
+                      double *asym, int *finite, long long *mi, long long *mj) nogil
+    void mk_check_f64(const double *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
+                      double *asym, int *finite, long long *mi, long long *mj) nogil
+
+
+def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, const double[::1] scale,
+                       int[::1] finite, long long[:, ::1] minor, double[::1] maxabs, double[::1] asym):
+    """One read of a C-contiguous stack of square kernels for every check of precomputed training kernels.
+
+    Per kernel ``m`` (in parallel): ``finite[m]`` whether every entry is finite, ``maxabs[m]`` the largest
+    absolute entry, ``asym[m]`` the largest ``|K_ij - K_ji|`` (0 for an exactly symmetric kernel) and
+    ``minor[m]`` a pair ``(i, j)`` with ``K_ij^2 > dpos_i dpos_j (1 + 1e-6) + (1e-8 scale_m)^2`` (-1 when
+    none), where ``dpos`` holds the diagonals clipped at 0: every positive semi-definite matrix satisfies
+    ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  The kernel is read by pairs of mirrored 128 x 128 tiles, so
+    ``K_ij`` and ``K_ji`` meet while both are in cache and every entry is read once.
+    """
+    cdef Py_ssize_t M = K.shape[0], n = K.shape[1], m
+    cdef double tiny
+    if n == 0:
+        finite[:] = 1
+        maxabs[:] = 0.0
+        asym[:] = 0.0
+        minor[:, :] = -1
+        return
+    with nogil:
+        for m in prange(M, schedule="dynamic", num_threads=_threads(M * n * n)):
+            tiny = (1e-8 * scale[m]) * (1e-8 * scale[m])
+            if floating is float:
+                mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                             &minor[m, 0], &minor[m, 1])
+            else:
+                mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                             &minor[m, 0], &minor[m, 1])

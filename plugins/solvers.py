@@ -487,6 +487,8 @@ class _CuttingPlanes(Evaluator):
         self._pending: tuple | None = None
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
+        if not with_q:  # only on a single-point domain, where the loop takes no step and needs no cut
+            return super().__call__(mu, alpha0, with_q=False)
         it = super().__call__(mu, alpha0)
         p = self.problem
         if self._pending is not None:

@@ -49,7 +49,8 @@ PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl",
 
 
 def test_the_presets_are_all_tested():
-    assert set(PRESETS) == set(get_registry().names("method"))
+    # easymkl solves no MKL saddle point (weights from one QP): its references are in tests/test_easymkl.py
+    assert set(PRESETS) | {"easymkl"} == set(get_registry().names("method"))
 
 
 # Known defect, not hidden: in a full-suite run (not alone) one drawn lpmkl problem makes the inner SMO cycle to its

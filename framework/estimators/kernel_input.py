@@ -20,7 +20,7 @@ from sklearn.utils.validation import validate_data
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
 from multikernel.stack.kernelset import KernelSet
-from multikernel.stack.storage import DenseStack, KernelStack, check_kernel_matrices
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = ["KernelInputMixin"]
 
@@ -83,7 +83,8 @@ class KernelInputMixin:
             self.precomputed_layout_ = "stack"
             stack = X
         else:
-            arr = validate_data(self, X, reset=True, **self._ARRAY_CHECKS)
+            # finiteness is checked with the rest of the training checks, in the same read (DenseStack.checked)
+            arr = validate_data(self, X, reset=True, ensure_all_finite=False, **self._ARRAY_CHECKS)
             if arr.ndim == 2:
                 arr, self.precomputed_layout_ = arr[:, :, None], "samples_first"
             elif arr.ndim == 3 and arr.shape[0] == arr.shape[1]:
@@ -102,10 +103,10 @@ class KernelInputMixin:
 
     def _as_stack(self, arr: np.ndarray, training: bool = False) -> DenseStack:
         # NaN/inf were refused by check_array; a non-symmetric training kernel is symmetrized with a warning
-        # (the SMO reads row i as column i), and an indefinite one is flagged.
+        # (the SMO reads row i as column i), and an indefinite one is flagged, all in one read of the stack.
         if self.precomputed_layout_ == "samples_first":
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
-        return DenseStack(check_kernel_matrices(arr, training=training) if training else arr)
+        return DenseStack.checked(arr) if training else DenseStack(arr)
 
     def _cross_stack(self, X: Any) -> KernelStack:
         if not self._precomputed:

@@ -24,7 +24,7 @@ from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, So
 from multikernel.errors import FitInterruptedWarning
 from multikernel.stack.combination import CombinedKernel
 
-__all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point",
+__all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
            "INNER_TOL_FLOOR", "RESOLVABLE_GAP"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.
@@ -32,6 +32,12 @@ INNER_TOL_FLOOR = 1e-9
 #: About the smallest relative gap the certificates resolve: inner solves at INNER_TOL_FLOOR leave relative
 #: errors of 1e-9 to 1e-8 in the bounds, so a solver that stalls below it needs a larger tol, not a change.
 RESOLVABLE_GAP = 1e-8
+
+
+def fixed_weights(problem: MKLProblem) -> bool:
+    """Whether the domain of the weights is a single point (the average kernel): no weight step, and no
+    quadratic forms, since the certificate is then the inner solve's own gap."""
+    return problem.regularizer.domain == "point"
 
 
 class OuterLoop:
@@ -61,12 +67,20 @@ class OuterLoop:
 
         Any inner solution gives a certified lower bound, and any feasible ``mu`` with its classifier an
         upper bound, so trials may end the solve early.  Without ``q`` (a trial whose quadratic forms
-        were not computed) only the upper bound is updated.  Returns the (upper, lower) bounds of this
-        point (lower ``-inf`` without ``q``).
+        were not computed) only the upper bound is updated, except on a single-point domain
+        (:func:`fixed_weights`), whose lower bound is the inner dual objective.  Returns the (upper, lower)
+        bounds of this point (lower ``-inf`` without ``q``, except there).
         """
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
-        lower = -math.inf if q is None else p.linear_term(sol.alpha) - p.regularizer.dual_bound(0.5 * q)
+        if q is not None:
+            lower = p.linear_term(sol.alpha) - p.regularizer.dual_bound(0.5 * q)
+        elif fixed_weights(p):
+            # D = {mu}: dual_bound(q/2) = mu'q/2 - Omega(mu), and L(alpha) - mu'q/2 is the inner dual
+            # objective on K(mu), which the inner solve computed without reading the stack again
+            lower = sol.dual_objective + p.regularizer.penalty(mu)
+        else:
+            lower = -math.inf
         if upper < self.upper:
             self.upper = upper
             self.best_inner_gap = sol.primal_objective - sol.dual_objective
@@ -322,7 +336,8 @@ class OuterSolver(Solver):
     returns :class:`Stalled` makes the loop re-solve the same weights at a ten times smaller inner
     tolerance (or at the one the loop has tightened to since they were solved), a cheap warm-started solve;
     only at the finest tolerance does the stall end the solve (a ConvergenceWarning gives its reason and what
-    would help).  Ctrl-C returns the best weights so far.
+    would help).  Ctrl-C returns the best weights so far.  On a single-point domain (:func:`fixed_weights`)
+    no step is taken and no quadratic form computed: the inner solve is refined until its gap meets ``tol``.
     """
 
     #: Lift zero weights of a warm start (for multiplicative updates, which never move a zero weight).
@@ -346,10 +361,11 @@ class OuterSolver(Solver):
         evaluate = self.evaluator(problem, loop)
         converged = interrupted = False
         reason = None
+        fixed = fixed_weights(problem)
         try:
-            it = evaluate(*start_point(problem, revive=self.revive))
+            it = evaluate(*start_point(problem, revive=self.revive), with_q=not fixed)
             while not (converged := loop.record(it.mu, it.sol, it.q)) and loop.n_iter < problem.max_iter:
-                nxt = self.step(evaluate, it)
+                nxt = Stalled("the weights are fixed (a single-point domain)") if fixed else self.step(evaluate, it)
                 if isinstance(nxt, Converged):
                     converged = True
                     break
@@ -359,7 +375,7 @@ class OuterSolver(Solver):
                     if it.inner_tol <= loop.inner_tol and not loop.tighten_inner_tol():
                         converged, reason = loop.met, nxt.reason
                         break
-                    nxt = evaluate(it.mu, it.sol.alpha)
+                    nxt = evaluate(it.mu, it.sol.alpha, with_q=not fixed)
                 it = nxt
         except KeyboardInterrupt:
             interrupted = True

@@ -71,6 +71,18 @@ def check_kernel_matrices(K: np.ndarray, *, training: bool = True, kernel_axis: 
     ValueError
         For NaN or infinite entries, or an array that is not 2-D or 3-D.
     """
+    return _check_kernels(K, training, kernel_axis, rtol)[0]
+
+
+def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float | None,
+                   ) -> tuple[np.ndarray, bool | None]:
+    """:func:`check_kernel_matrices`, and whether every training kernel is exactly symmetric (``None``
+    for cross kernels).
+
+    Square training kernels are checked in one read of the stack (:func:`_stack.check_square_stack`:
+    finite values, asymmetry and the indefiniteness hints together); the exact symmetry it finds spares
+    :class:`DenseStack` its own read.
+    """
     arr = np.asarray(K)
     if arr.dtype not in (np.float32, np.float64):
         arr = arr.astype(np.float64)
@@ -78,36 +90,77 @@ def check_kernel_matrices(K: np.ndarray, *, training: bool = True, kernel_axis: 
         raise ValueError(f"expected one kernel (2-D) or a stack of kernels (3-D); got shape {arr.shape}")
     stack = arr[None] if arr.ndim == 2 else np.moveaxis(arr, kernel_axis, 0)
     what = "the kernel" if arr.ndim == 2 else "kernel {m}"
-    for m, Km in enumerate(stack):
-        # a finite sum is a cheap proof without an n x n temporary (an overflowing one is re-checked)
-        if not np.isfinite(np.sum(Km, dtype=np.float64)):
-            for a in range(0, Km.shape[0], _row_step(Km.shape[1])):
-                bad = np.argwhere(~np.isfinite(Km[a:a + _row_step(Km.shape[1])]))
-                if bad.size:
-                    i, j = bad[0]
-                    raise ValueError(f"{what.format(m=m)} has NaN or infinite entries (the first at row {a + i}, "
-                                     f"column {j}: {Km[a + i, j]}); kernels must be finite")
     if not training or stack.shape[1] != stack.shape[2]:
-        return arr
+        for m, Km in enumerate(stack):
+            # a finite sum is a cheap proof without an n x n temporary (an overflowing one is re-checked)
+            if not np.isfinite(np.sum(Km, dtype=np.float64)):
+                for a in range(0, Km.shape[0], _row_step(Km.shape[1])):
+                    bad = np.argwhere(~np.isfinite(Km[a:a + _row_step(Km.shape[1])]))
+                    if bad.size:
+                        i, j = bad[0]
+                        raise ValueError(f"{what.format(m=m)} has NaN or infinite entries (the first at row "
+                                         f"{a + i}, column {j}: {Km[a + i, j]}); kernels must be finite")
+        return arr, None
+    M = len(stack)
+    finite, minor, maxabs, asym, scale = _fused_checks(stack)
+    for m in range(M):
+        if not finite[m]:
+            i, j = np.argwhere(~np.isfinite(stack[m]))[0]  # an error path: a second read names the first
+            value = stack[m, i, j]
+            raise ValueError(f"{what.format(m=m)} has NaN or infinite entries (the first at row {i}, column {j}: "
+                             f"{value}, so it contains {'NaN' if np.isnan(value) else 'infinity'}); kernels must "
+                             f"be finite")
     tol = float(np.sqrt(np.finfo(arr.dtype).eps)) if rtol is None else float(rtol)
-    asymmetric = [m for m, Km in enumerate(stack) if _max_asymmetry(Km) > tol * float(np.abs(Km).max(initial=0))]
+    asymmetric = [m for m in range(M) if asym[m] > tol * maxabs[m]]
     if asymmetric:
         names = "the training kernel is" if arr.ndim == 2 else f"the training kernels {asymmetric} are"
         warnings.warn(f"{names} not symmetric (relative difference above {tol:.1e}); using (K + K')/2, the "
                       f"closest symmetric matrix, which gives the same quadratic forms.  Kernel matrices must "
-                      f"be symmetric: check how they are computed", UserWarning, stacklevel=2)
+                      f"be symmetric: check how they are computed", UserWarning, stacklevel=3)
         arr = arr.copy()
         stack = arr[None] if arr.ndim == 2 else np.moveaxis(arr, kernel_axis, 0)
         for m in asymmetric:
             stack[m] = (stack[m] + stack[m].T) / 2
-    for m, Km in enumerate(stack):
-        hint = _indefinite_hint(Km)
+        # the indefiniteness hints below are about the kernels used: check the symmetrized ones again
+        finite, minor, maxabs, asym, scale = _fused_checks(stack)
+    diag = np.diagonal(stack, axis1=1, axis2=2)
+    for m in range(M):
+        hint = ""
+        negative = np.flatnonzero(diag[m] < -1e-8 * max(scale[m], np.finfo(np.float64).tiny))
+        if negative.size:
+            k = negative[0]
+            hint = f"negative diagonal entry K[{k}, {k}] = {diag[m, k]:.3g}"
+        elif minor[m, 0] >= 0:
+            i, j = minor[m]
+            hint = (f"K[{i}, {j}]^2 = {float(stack[m, i, j]) ** 2:.3g} exceeds K[{i}, {i}] K[{j}, {j}] = "
+                    f"{max(float(diag[m, i]), 0.0) * max(float(diag[m, j]), 0.0):.3g}")
         if hint:
             warnings.warn(f"{what.format(m=m)} is not positive semi-definite ({hint}): the SVM problem is then "
                           f"not convex, and the solvers return a stationary point whose duality gap is not a "
                           f"certificate.  Use a positive semi-definite kernel (for example clip the negative "
-                          f"eigenvalues)", UserWarning, stacklevel=2)
-    return arr
+                          f"eigenvalues)", UserWarning, stacklevel=3)
+    return arr, bool(not asym.any())
+
+
+def _fused_checks(stack: np.ndarray) -> tuple[np.ndarray, ...]:
+    """:func:`_stack.check_square_stack` on a (M, n, n) stack: (finite, minor, maxabs, asym, scale) per kernel.
+
+    A stack that is not C-contiguous (kernels on another axis) is checked one contiguous kernel at a time.
+    """
+    M, n = stack.shape[:2]
+    diag = np.array(np.diagonal(stack, axis1=1, axis2=2), dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        scale = np.where(np.isfinite(diag), np.abs(diag), 0.0).max(axis=1, initial=0.0)
+        dpos = np.ascontiguousarray(np.where(diag > 0, diag, 0.0))
+    finite, minor = np.zeros(M, dtype=np.intc), np.full((M, 2), -1, dtype=np.int64)
+    maxabs, asym = np.zeros(M), np.zeros(M)
+    if stack.flags.c_contiguous:
+        _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym)
+    else:
+        for m in range(M):
+            _stack.check_square_stack(np.ascontiguousarray(stack[m])[None], dpos[m:m + 1], scale[m:m + 1],
+                                      finite[m:m + 1], minor[m:m + 1], maxabs[m:m + 1], asym[m:m + 1])
+    return finite.astype(bool), minor, maxabs, asym, scale
 
 
 _CHECK_BLOCK = 1 << 22  # entries per block of the O(n^2) checks: bounded temporaries
@@ -115,32 +168,6 @@ _CHECK_BLOCK = 1 << 22  # entries per block of the O(n^2) checks: bounded tempor
 
 def _row_step(n_cols: int) -> int:
     return max(1, _CHECK_BLOCK // max(n_cols, 1))
-
-
-def _max_asymmetry(K: np.ndarray) -> float:
-    step = _row_step(len(K))
-    return max((float(np.abs(K[a:a + step] - K[:, a:a + step].T).max(initial=0.0))
-                for a in range(0, len(K), step)), default=0.0)
-
-
-def _indefinite_hint(K: np.ndarray) -> str:
-    """A proof that ``K`` is not positive semi-definite found in O(n^2), or ``""``."""
-    d = np.asarray(np.diagonal(K), dtype=np.float64)
-    scale = max(float(np.abs(d).max(initial=0.0)), np.finfo(np.float64).tiny)
-    negative = np.flatnonzero(d < -1e-8 * scale)
-    if negative.size:
-        return f"negative diagonal entry K[{negative[0]}, {negative[0]}] = {d[negative[0]]:.3g}"
-    dpos = np.maximum(d, 0.0)
-    step = _row_step(len(K))
-    for a in range(0, len(K), step):
-        block = np.asarray(K[a:a + step], dtype=np.float64)
-        # K_ij^2 <= K_ii K_jj for every PSD matrix (Cauchy-Schwarz), up to rounding
-        excess = block**2 - dpos[a:a + step, None] * dpos[None, :] * (1 + 1e-6) - (1e-8 * scale) ** 2
-        if (excess > 0).any():
-            i, j = np.argwhere(excess > 0)[0]
-            return (f"K[{a + i}, {j}]^2 = {block[i, j] ** 2:.3g} exceeds K[{a + i}, {a + i}] K[{j}, {j}] = "
-                    f"{dpos[a + i] * dpos[j]:.3g}")
-    return ""
 
 
 def _index(idx: Sequence[int] | np.ndarray | None, n: int, what: str) -> np.ndarray:
@@ -303,6 +330,22 @@ class DenseStack(KernelStack):
         if n_rows != n_cols or (symmetric is None and isinstance(self.data, np.memmap)):
             symmetric = False
         self._data_symmetric = symmetric
+        self._used = False
+
+    @classmethod
+    def checked(cls, K: np.ndarray, kernel_axis: int = 0) -> DenseStack:
+        """A stack of a user's precomputed training kernels, checked as :func:`check_kernel_matrices` does.
+
+        The checks read the stack once and find whether the kernels are exactly symmetric on the way, so
+        the stack is not read again for that.  A stack the library computed itself (from features, with a
+        :class:`~multikernel.stack.KernelSet`) needs none of this.
+        """
+        arr, symmetric = _check_kernels(K, True, kernel_axis, None)
+        if arr.ndim == 2:
+            arr = arr[None]
+        elif kernel_axis not in (0, -3):
+            arr = np.moveaxis(arr, kernel_axis, 0)
+        return cls(arr, symmetric=symmetric)
 
     @property
     def dtype(self) -> np.dtype:
@@ -313,6 +356,17 @@ class DenseStack(KernelStack):
         if self._data_symmetric is None:
             self._data_symmetric = all(np.array_equal(k, k.T) for k in self.data)
         return self._data_symmetric
+
+    def _stream_symmetric(self) -> bool:
+        """Whether an operation may stream the kernels' upper triangles only.
+
+        A stack whose symmetry is not known yet is checked from its second operation on: the check reads
+        the whole stack, which a single operation (the one combination of a fixed-weight fit) reads anyway.
+        """
+        if self._data_symmetric is None and not self._used:
+            self._used = True
+            return False
+        return self.symmetric
 
     @property
     def symmetric(self) -> bool:
@@ -341,7 +395,7 @@ class DenseStack(KernelStack):
         weights, active = _weights(weights, self.n_kernels)
         out = _out(out, (self.n_rows, self.n_cols), accumulate)
         if self._full:
-            _stack.combine_dense(self.data, weights, active, out, accumulate, self.symmetric)
+            _stack.combine_dense(self.data, weights, active, out, accumulate, self._stream_symmetric())
         else:
             rows, cols = self._rc()
             _stack.combine_gather(self.data, weights, active, rows, cols, out, accumulate)
@@ -353,7 +407,7 @@ class DenseStack(KernelStack):
         if self._full:
             ks = np.arange(self.n_kernels, dtype=np.intp) if kernels is None else _kernel_index(kernels, self)
             out = np.empty(len(ks), dtype=np.float64)
-            _stack.quad_forms_dense(self.data, v, support, ks, out, self.symmetric)
+            _stack.quad_forms_dense(self.data, v, support, ks, out, self._stream_symmetric())
             return out
         rows, cols = self._rc()
         out = np.empty(self.n_kernels, dtype=np.float64)
