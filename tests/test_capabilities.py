@@ -100,7 +100,8 @@ def test_capabilities_are_derived_from_the_code():
         check_compatible(PenaltyOnly(), ProjectedGradient())
     with pytest.raises(IncompatiblePartsError, match=r"No registered solver works with Bare \(an unregistered class\) "
                                                      r"\(bcd lacks closed_form; level lacks projection, polyhedral, "
-                                                     r"cap; projected_gradient lacks projection; reduced_gradient "
+                                                     r"cap; ml_mkl_sa lacks simplex; projected_gradient lacks "
+                                                     r"projection; reduced_gradient "
                                                      r"lacks simplex\)\."):
         check_compatible(Bare(), ProjectedGradient())
 
