@@ -135,7 +135,7 @@ class MLMKLSA(Solver):
         linear = np.zeros(T)
         forms = np.zeros((T, M))
         self._spread = 0.0
-        t = epochs = 0
+        epochs = 0
         converged = interrupted = False
         try:
             # The start is certified like every average: every block gets its alpha at the first weights.
@@ -143,6 +143,7 @@ class MLMKLSA(Solver):
             loop.history[-1].update(epoch=0, svm_solves=evaluate.n_solves)
             while epochs < problem.max_iter and not converged:
                 round_epochs = min(self.certify_every, problem.max_iter - epochs)
+                t = 0  # a restart: the step schedule starts again from the average (restarted mirror descent)
                 log_mu = np.log(mu)
                 average, total = np.zeros(M), 0.0
                 average_alpha, average_coef = np.zeros((T, n)), np.zeros((T, n))
