@@ -44,10 +44,13 @@ from multikernel.plugins.regularizers import (
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
 PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl"]
+# Tested in test_multilabel_mkl.py against the sum form and cvxpy: a stochastic solver of shared-weight problems
+# whose certified gap has a long tail (on drawn binary structures it can stall near 1e-2 within 200 iterations).
+MULTI_BLOCK_PRESETS = ["ml_mkl_sa"]
 
 
 def test_the_presets_are_all_tested():
-    assert set(PRESETS) == set(get_registry().names("method"))
+    assert set(PRESETS) | set(MULTI_BLOCK_PRESETS) == set(get_registry().names("method"))
 
 
 # Known defect, not hidden: in a full-suite run (not alone) one drawn lpmkl problem makes the inner SMO cycle to its
