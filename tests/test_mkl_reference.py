@@ -46,11 +46,14 @@ from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, Pro
 
 PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
            "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last six: issue 12
+# Tested in test_multilabel_mkl.py against the sum form and cvxpy: a stochastic solver of shared-weight problems
+# whose certified gap has a long tail (on drawn binary structures it can stall near 1e-2 within 200 iterations).
+# easymkl solves no MKL saddle point (weights from one QP): its references are in tests/test_easymkl.py.
+OTHER_PRESETS = ["ml_mkl_sa", "easymkl"]
 
 
 def test_the_presets_are_all_tested():
-    # easymkl solves no MKL saddle point (weights from one QP): its references are in tests/test_easymkl.py
-    assert set(PRESETS) | {"easymkl"} == set(get_registry().names("method"))
+    assert set(PRESETS) | set(OTHER_PRESETS) == set(get_registry().names("method"))
 
 
 # Known defect, not hidden: in a full-suite run (not alone) one drawn lpmkl problem makes the inner SMO cycle to its

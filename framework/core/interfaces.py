@@ -287,6 +287,18 @@ class InnerProblem(abc.ABC):
     def alpha_shape(self) -> tuple[int, ...]:
         """Shape of the dual variables ``alpha`` (a warm start of another shape is ignored)."""
 
+    def split(self) -> list[InnerProblem] | None:
+        """The independent blocks whose objectives add up to this problem, one inner problem each.
+
+        A stochastic solver (ML-MKL-SA) solves one sampled block per step; it needs blocks whose dual
+        variables are not coupled, so that ``alpha`` is the stack of the blocks' ``alpha`` (in order) and
+        ``linear_term`` and the quadratic forms are the sums of the blocks', and whose ``coef`` is linear in
+        ``alpha`` (``coef = y * alpha`` for the SVMs), so that averaged ``alpha`` and ``coef`` match.  ``None``
+        (the default) says the blocks are coupled (a ranking problem's balance constraints, say) and cannot be
+        sampled.
+        """
+        return None
+
 
 class LossBlocks(InnerProblem):
     """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
@@ -318,6 +330,11 @@ class LossBlocks(InnerProblem):
     @property
     def alpha_shape(self) -> tuple[int, ...]:
         return self.targets.shape
+
+    def split(self) -> list[InnerProblem]:
+        if self.targets.ndim == 1:
+            return [self]
+        return [LossBlocks(self.loss, y) for y in self.targets]
 
     def linear_term(self, alpha: np.ndarray) -> float:
         if self.targets.ndim == 1:

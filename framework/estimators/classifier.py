@@ -87,7 +87,8 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     multiclass : {"ovr", "shared"}, default="ovr"
         With more than two classes (or labels): ``"ovr"`` learns one-vs-rest problems each with its own kernel
         weights; ``"shared"`` learns one set of weights for all of them, their objectives summed (the sum form
-        of multi-class and multi-label MKL).
+        of multi-class and multi-label MKL).  ``method="ml_mkl_sa"`` solves that shared problem by sampling one
+        class or label per step (ML-MKL-SA) and needs ``"shared"``.
     warm_start : bool, default=False
         Start the next ``fit`` from this fit's weights and dual variables (same data, other parameters: a
         path over ``C`` or a regularizer parameter).  Weights outside a changed domain are projected onto it.
@@ -217,6 +218,10 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         if len(y) != stack.n_rows:
             raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
         targets = encode_targets(y)
+        if self.multiclass == "ovr" and targets.n_blocks > 1 and getattr(parts.solver, "samples_blocks", False):
+            raise ValueError(f"solver {parts.solver.name!r} samples the {targets.kind} blocks of one problem with "
+                             f"shared kernel weights; with multiclass='ovr' every block has its own weights and "
+                             f"nothing is sampled: set multiclass='shared' (or choose another solver)")
         settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
                                  stopping=self.stopping)
         if warm is not None and not (warm.targets.kind == targets.kind and
