@@ -29,7 +29,7 @@ from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_is_fitted
 
-from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, HMKLClassifier
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.tasks import TaskEstimator
 from multikernel.estimators.classifier import MKLClassifier
@@ -169,6 +169,10 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "products of the base kernels.", "Kobayashi, Low-rank bilinear classification: efficient convex "
            "optimization and extensions, IJCV 2014, section 4"),
     _entry("svc", "classification", SVC, "scikit-learn's SVC (one kernel).", ""),
+    # two modalities in one common space
+    _entry("crossmodal", "crossmodal", CrossModalEmbedding, "Cross-modal learning: a trace-norm common space of "
+           "two modalities from their class labels (no pairs).", "Kobayashi, Low-rank bilinear classification: "
+           "efficient convex optimization and extensions, IJCV 2014, section 5"),
     # bilinear classification of matrix samples
     _entry("bilinear", "bilinear", BilinearClassifier, "Trace-norm regularized bilinear classifier.",
            "Kobayashi, Low-rank bilinear classification: efficient convex optimization and extensions, IJCV 2014"),

@@ -135,6 +135,7 @@ def test_builtin_estimators_are_registered_by_task_kind():
         "mil": {"iokl_mil", "ki_svm", "sil_svm", "mi_svm", "mi_svm_bag", "mi_kernel"},
         "clustering": {"iokl_clustering", "kmeans", "spectral"},
         "classification": {"mkl", "hmkl", "svc"},
+        "crossmodal": {"crossmodal"},
         "bilinear": {"bilinear", "bilinear_svm"},
         "metric": {"itml", "itml_plus", "itml_s", "euclidean"},
     }
@@ -522,3 +523,44 @@ def test_tiny_classification_config_compares_mkl_hmkl_and_svc(tmp_path):
                            .replace("params = { n_samples = 60, n_features = 4 }", ""))
     with pytest.raises(ConfigError, match=r"a classification task needs feature vectors"):
         run_experiment(vectors_only)
+
+
+CROSSMODAL = """
+[experiment]
+output = "out"
+repeats = 1
+cv_folds = 2
+
+[task]
+kind = "crossmodal"
+folds = 2
+
+[[datasets]]
+name = "two_views"
+source = "views.csv"
+features = ["a"]
+privileged = ["b"]
+
+[[estimators]]
+name = "crossmodal"
+params = { kernel_a = "linear", kernel_b = "linear", max_iter = 20 }
+"""
+
+
+def test_tiny_crossmodal_config_retrieves_across_modalities(tmp_path):
+    """The crossmodal kind: two views of the same classes, unpaired halves, rank-1 retrieval both ways."""
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1, 2], 20)
+    centres_a, centres_b = rng.normal(size=(3, 4)) * 3, rng.normal(size=(3, 3)) * 3
+    Xa, Xb = centres_a[y] + rng.normal(size=(60, 4)), centres_b[y] + rng.normal(size=(60, 3))
+    header = ",".join([f"a{j}" for j in range(4)] + [f"b{j}" for j in range(3)] + ["label"])
+    rows = [",".join(map(str, [*Xa[i], *Xb[i], y[i]])) for i in range(60)]
+    (tmp_path / "views.csv").write_text("\n".join([header, *rows]) + "\n")
+    summary = run_experiment(_config(tmp_path, CROSSMODAL), progress=False)
+    assert summary["errors"] == [] and summary["finished_units"] == 2
+    for unit in summary["units"]:
+        assert unit["rank1"] == pytest.approx((unit["rank1_a_to_b"] + unit["rank1_b_to_a"]) / 2)
+        assert unit["rank1"] >= 0.8  # well separated classes: the common space must retrieve across modalities
+    one_view = _config(tmp_path, CROSSMODAL.replace('privileged = ["b"]\n', ""))
+    with pytest.raises(ConfigError, match=r"a crossmodal task needs a second modality"):
+        run_experiment(one_view)

@@ -42,6 +42,8 @@ TASK_KINDS: dict[str, str] = {
     "clustering": "clustering (fit_predict(X); clustering accuracy and NMI against the labels)",
     "classification": "classification of feature vectors (fit(X, y), predict; accuracy)",
     "bilinear": "classification of matrix samples (n, p, q)",
+    "crossmodal": "two modalities of the same classes (features and the second view 'privileged'): "
+                  "fit(Xa, ya, Xb, yb), transform(X, modality); rank-1 retrieval across modalities",
     "metric": "metric learning (fit(X, y), transform; k-NN accuracy in the learnt metric)",
 }
 """The task kinds and their calling conventions (see the module docstring)."""

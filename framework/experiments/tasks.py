@@ -73,6 +73,7 @@ MEASURES: dict[str, tuple[tuple[str, bool], ...]] = {
     "classification": (("accuracy", True),),
     "bilinear": (("accuracy", True),),
     "metric": (("accuracy", True),),
+    "crossmodal": (("rank1", True), ("rank1_a_to_b", True), ("rank1_b_to_a", True)),
 }
 """The measures of each kind, as (name, higher is better); the first one selects grid points by default."""
 
@@ -233,6 +234,8 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
     if kind in ("classification", "bilinear"):
         estimator.fit(X[train], data.y[train])
         return {"accuracy": float(np.mean(estimator.predict(X[test]) == data.y[test]))}
+    if kind == "crossmodal":
+        return _crossmodal_scores(estimator, X, _scaled(data.privileged, train, standardize), data.y, train, test)
     if kind == "metric":
         extra = {}
         if data.privileged is not None and "X_privileged" in inspect.signature(estimator.fit).parameters:
@@ -241,6 +244,28 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
         knn = KNeighborsClassifier(neighbors).fit(estimator.transform(X[train]), data.y[train])
         return {"accuracy": float(knn.score(estimator.transform(X[test]), data.y[test]))}
     raise ValueError(f"unknown task kind {kind!r}")  # pragma: no cover (configurations are checked)
+
+
+def _crossmodal_scores(estimator: Any, Xa: np.ndarray, Xb: np.ndarray, y: np.ndarray, train: np.ndarray,
+                       test: np.ndarray) -> dict[str, float]:
+    """Unpaired cross-modal learning as in Kobayashi 2014 (sec. 5.2): the samples of each part are split in two
+    halves (alternately within each class), the first seen only in modality a, the second only in modality b; the
+    test probes of one modality retrieve the test gallery of the other (rank-1: the nearest is of its class)."""
+    from multikernel.bilinear.crossmodal import retrieval_ranks  # the task package, loaded when asked for
+
+    def halves(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # alternately within each class, so that both modalities see every class of the part
+        a = np.concatenate([rows[y[rows] == c][0::2] for c in np.unique(y[rows])])
+        return np.sort(a), np.setdiff1d(rows, a)
+
+    (tr_a, tr_b), (te_a, te_b) = halves(train), halves(test)
+    if not len(te_a) or not len(te_b):
+        raise ValueError(f"{len(test)} test sample(s): too few to give both modalities a test half")
+    estimator.fit(Xa[tr_a], y[tr_a], Xb[tr_b], y[tr_b])
+    za, zb = estimator.transform(Xa[te_a], "a"), estimator.transform(Xb[te_b], "b")
+    a_to_b = float(np.mean(retrieval_ranks(za, y[te_a], zb, y[te_b]) == 1))
+    b_to_a = float(np.mean(retrieval_ranks(zb, y[te_b], za, y[te_a]) == 1))
+    return {"rank1": 0.5 * (a_to_b + b_to_a), "rank1_a_to_b": a_to_b, "rank1_b_to_a": b_to_a}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -265,8 +290,12 @@ def _check_kind(kind: str, data: TaskData, ds: DatasetSpec, task: TaskSettings, 
                           where)
     if kind != "bilinear" and data.X.ndim != 2:
         raise ConfigError(f"a {kind} task needs feature vectors; {ds.source!r} gives shape {data.X.shape}", where)
-    if data.privileged is not None and kind != "metric":
-        raise ConfigError("a privileged view is used by metric tasks only", f"{path}.privileged")
+    if data.privileged is not None and kind not in ("metric", "crossmodal"):
+        raise ConfigError("a privileged view is used by metric tasks (and as modality b by crossmodal tasks) only",
+                          f"{path}.privileged")
+    if kind == "crossmodal" and data.privileged is None:
+        raise ConfigError("a crossmodal task needs a second modality: give 'features' (column prefixes of modality "
+                          "a) and 'privileged' (those of modality b)", f"{path}.privileged")
     if kind == "mil":
         if data.groups is None:
             raise ConfigError(f"a mil task needs bags: a CSV column 'bag' (the bag of each instance); "
@@ -328,6 +357,10 @@ def _probe_data(kind: str, data: TaskData) -> tuple[TaskData, np.ndarray, np.nda
     m = len(rows)
     if kind == "clustering":
         return small, np.arange(m), np.arange(m)
+    if kind == "crossmodal":
+        # the last two samples of each class tested (one per modality): both keep every class in training
+        lasts = np.concatenate([np.flatnonzero(small.y == c)[-2:] for c in np.unique(small.y)])
+        return small, np.setdiff1d(np.arange(m), lasts), lasts
     if data.y.ndim == 1:
         # the first sample of each class labelled/trained, so that every class is in the training part
         firsts = np.array([np.flatnonzero(small.y == c)[0] for c in np.unique(small.y)])
