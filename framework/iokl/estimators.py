@@ -253,6 +253,9 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     bag (in the order of ``np.unique(bags)``).  At the instance level a bag is positive when its largest
     instance score is; at the bag level its score is ``sum_t max_{{x in B}} f_t(x) + b`` over the candidate
     groups' classifiers, the representation that training gives a bag (each group its own key instance).
+    At the bag level a candidate group chooses one key instance per positive bag for all its input kernels
+    (a key per kernel would score a training bag at several instances at once, which no prediction can
+    reproduce); at the instance level each input kernel has its own labels, as in the thesis.
     """
 
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, level: str = "bag", C: float = 10.0,
