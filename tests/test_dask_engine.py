@@ -74,6 +74,37 @@ def test_experiment_on_cluster_matches_local_run(cluster, local_run, tmp_path):
         np.testing.assert_allclose(rec["weights"], local_run[key]["weights"], rtol=1e-6, atol=1e-9)
 
 
+def test_rerun_on_cluster_skips_finished_units(cluster, tmp_path):
+    lc, _ = cluster
+    cfg = _config(tmp_path, engine="dask", scheduler=lc.scheduler_address, repeats=1)
+    run_experiment(cfg, progress=False)
+    before = (tmp_path / UNITS_FILE).read_text()
+    summary = run_experiment(cfg, progress=False)
+    assert (tmp_path / UNITS_FILE).read_text() == before and summary["finished_units"] == 2
+
+
+def test_per_class_fits_under_joblib_dask_backend(cluster):
+    from joblib import parallel_config
+    from sklearn.datasets import load_wine
+
+    from multikernel import MKLClassifier
+
+    _, client = cluster
+    client.wait_for_workers(2, timeout=60)  # with one worker thread joblib would run the blocks here
+    X, y = load_wine(return_X_y=True)
+    make = lambda: MKLClassifier(kernels="rbf_poly", standardize=True, method="l1mkl", tol=1e-3)  # noqa: E731
+    local = make().fit(X, y)
+    with parallel_config(backend="dask", client=client):
+        remote = make().fit(X, y)
+    prefixes = client.run_on_scheduler(lambda dask_scheduler: set(dask_scheduler.task_prefixes))
+    # The blocks ran as Dask tasks, and the stack went to the cluster as data of its own (scattered once).
+    assert any("_solve_block" in p for p in prefixes) and "DenseStack" in prefixes
+    assert remote.weights_.shape == (3, local.weights_.shape[1])  # one weight vector per class
+    np.testing.assert_allclose(remote.weights_, local.weights_, rtol=1e-6, atol=1e-9)
+    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
+
+
+# Last of the cluster tests: the cluster has one worker fewer until its nanny restarts it.
 def test_killed_worker_units_rerun_and_nothing_is_lost_or_duplicated(cluster, local_run, tmp_path):
     lc, client = cluster
     units = tmp_path / UNITS_FILE
@@ -104,36 +135,6 @@ def test_killed_worker_units_rerun_and_nothing_is_lost_or_duplicated(cluster, lo
     assert sorted(keys) == sorted(local_run)  # every unit once: none lost, none duplicated
     for rec in _records(tmp_path):
         assert rec["accuracy"] == pytest.approx(local_run[rec["key"]]["accuracy"], abs=1e-12)
-    client.wait_for_workers(2, timeout=60)  # the nanny restarts the killed worker for the next tests
-
-
-def test_rerun_on_cluster_skips_finished_units(cluster, tmp_path):
-    lc, _ = cluster
-    cfg = _config(tmp_path, engine="dask", scheduler=lc.scheduler_address, repeats=1)
-    run_experiment(cfg, progress=False)
-    before = (tmp_path / UNITS_FILE).read_text()
-    summary = run_experiment(cfg, progress=False)
-    assert (tmp_path / UNITS_FILE).read_text() == before and summary["finished_units"] == 2
-
-
-def test_per_class_fits_under_joblib_dask_backend(cluster):
-    from joblib import parallel_config
-    from sklearn.datasets import load_wine
-
-    from multikernel import MKLClassifier
-
-    _, client = cluster
-    X, y = load_wine(return_X_y=True)
-    make = lambda: MKLClassifier(kernels="rbf_poly", standardize=True, method="l1mkl", tol=1e-3)  # noqa: E731
-    local = make().fit(X, y)
-    with parallel_config(backend="dask", client=client):
-        remote = make().fit(X, y)
-    prefixes = client.run_on_scheduler(lambda dask_scheduler: set(dask_scheduler.task_prefixes))
-    # The blocks ran as Dask tasks, and the stack went to the cluster as data of its own (scattered once).
-    assert any("_solve_block" in p for p in prefixes) and "DenseStack" in prefixes
-    assert remote.weights_.shape == (3, local.weights_.shape[1])  # one weight vector per class
-    np.testing.assert_allclose(remote.weights_, local.weights_, rtol=1e-6, atol=1e-9)
-    np.testing.assert_array_equal(remote.predict(X), local.predict(X))
 
 
 def test_stacks_are_sized_for_scattering():
