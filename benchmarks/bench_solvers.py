@@ -75,11 +75,17 @@ def load(name: str):
     return train, kset.cross_stack(Xte), ytr, yte
 
 
+# Solvers that accept the problem's domain but do not minimise its objective: their times are not comparable.
+NOT_THE_PROBLEM = {"easymkl": "not this problem: weights from one QP, then one SVM (see bench_mklpy.py)"}
+
+
 def run(solver_name: str, reg_name: str, reg_params: dict, train, cross, ytr, yte, args) -> dict | str:
     """One cold solve: a row of measurements, or the reason the solver was skipped."""
     registry = get_registry()
     reg = registry.create("regularizer", reg_name, **reg_params)
     solver = registry.create("solver", solver_name)
+    if solver_name in NOT_THE_PROBLEM:
+        return NOT_THE_PROBLEM[solver_name]
     try:
         check_compatible(reg, solver)
     except IncompatiblePartsError as exc:
