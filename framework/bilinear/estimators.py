@@ -53,7 +53,19 @@ def _numerical_rank(W: np.ndarray, rtol: float = 1e-6) -> int:
     return int((s > rtol * s.max()).sum()) if s.size and s.max() > 0 else 0
 
 
-class _MatrixClassifier(ClassifierMixin, BaseEstimator):
+class OneVsRestPredictMixin:
+    """``predict`` from ``decision_function``: one score column per one-vs-rest problem (one column, as a
+    vector, for two classes) and ``classes_``."""
+
+    def predict(self, X: object) -> np.ndarray:
+        """Class labels: the sign for two classes, the argmax of the one-vs-rest scores otherwise."""
+        scores = self.decision_function(X)
+        if self.classes_.size == 2:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+
+class _MatrixClassifier(OneVsRestPredictMixin, ClassifierMixin, BaseEstimator):
     """Validation, one-vs-rest split, orientation and low-rank decision shared by the bilinear estimators."""
 
     def _fit_binary(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float, dict]:
@@ -117,12 +129,6 @@ class _MatrixClassifier(ClassifierMixin, BaseEstimator):
             scores[:, k] = XW @ Wh.ravel() + self.intercept_[k]
         return scores[:, 0] if self.classes_.size == 2 else scores
 
-    def predict(self, X: object) -> np.ndarray:
-        """Class labels: the sign for two classes, the argmax of the one-vs-rest scores otherwise."""
-        scores = self.decision_function(X)
-        if self.classes_.size == 2:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
 
 
 class BilinearClassifier(_MatrixClassifier):

@@ -38,6 +38,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from multikernel._threads import blas_for
+from multikernel.bilinear.estimators import OneVsRestPredictMixin
 from multikernel.bilinear.solver import _Problem, minimize_psd, psd_factor
 from multikernel.core.validation import check_positive_real
 from multikernel.estimators.kernel_input import KernelInputMixin
@@ -148,7 +149,7 @@ class StackKernel:
         return np.diag(np.diag(M)) if self.block_diagonal else M
 
 
-class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
+class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, BaseEstimator):
     """Heterogeneous MKL (Kobayashi, IJCV 2014, section 4): trace-norm bilinear classifier over kernel features.
 
     Each sample becomes the ``n x w`` matrix ``[B_1 k_1(x), ..., B_w k_w(x)]`` of its kernel values with the
@@ -290,9 +291,3 @@ class HMKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
             scores += np.asarray(cross.kernel(c), dtype=np.float64) @ self.dual_coef_[:, c, :].T
         return scores[:, 0] if self.classes_.size == 2 else scores
 
-    def predict(self, X: object) -> np.ndarray:
-        """Class labels: the sign for two classes, the argmax of the one-vs-rest scores otherwise."""
-        scores = self.decision_function(X)
-        if self.classes_.size == 2:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
