@@ -25,20 +25,23 @@ BLAS_MIN_WORK = 5e8
 """Dense products with fewer flops than this run on one BLAS thread (see :func:`blas_for`)."""
 
 
-def blas_for(flops: float):
-    """A context that limits BLAS to one thread when ``flops`` is below :data:`BLAS_MIN_WORK`.
-
-    Small products and eigen-decompositions called in a loop (the (w, w) steps of the bilinear solvers) were
-    up to 50x slower with OpenBLAS's thread pool than on one thread on a busy machine; the controller is built
-    once, because inspecting the loaded libraries costs milliseconds per call.
-    """
-    import contextlib
-
+def one_blas_thread():
+    """A context that limits BLAS to one thread (the one controller of the package: inspecting the loaded
+    libraries costs milliseconds, so it is built once)."""
     global _BLAS_CONTROLLER
-    if flops > BLAS_MIN_WORK:
-        return contextlib.nullcontext()
     if _BLAS_CONTROLLER is None:
         from threadpoolctl import ThreadpoolController
 
         _BLAS_CONTROLLER = ThreadpoolController()
     return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
+
+
+def blas_for(flops: float):
+    """A context that limits BLAS to one thread when ``flops`` is below :data:`BLAS_MIN_WORK`.
+
+    Small products and eigen-decompositions called in a loop (the (w, w) steps of the bilinear solvers) were
+    up to 50x slower with OpenBLAS's thread pool than on one thread on a busy machine.
+    """
+    import contextlib
+
+    return contextlib.nullcontext() if flops > BLAS_MIN_WORK else one_blas_thread()

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from multikernel._threads import one_blas_thread
 from multikernel.iokl.stack import _blas_for
 
 __all__ = ["CandidateSet", "KeyInstanceSet", "LabelSet"]
@@ -110,7 +111,7 @@ class CandidateSet(abc.ABC):
 
         def evaluate(index: np.ndarray, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             u = self.lift(alpha, index, sign)[0]
-            with _blas_for(0):  # matrix-vector products are memory-bound: BLAS threads only contend
+            with one_blas_thread():  # matrix-vector products are memory-bound: BLAS threads only contend
                 KU = np.stack([K @ u for K in Ks])  # reused: the value and the next linearisation need it
             q = KU @ u + offset * u.sum() ** 2
             return u, KU, q

@@ -20,24 +20,16 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from multikernel._threads import one_blas_thread
 from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = ["IOStack"]
 
 
-_BLAS: ThreadpoolController | None = None
-
-
 def _blas_for(n_rows: int) -> contextlib.AbstractContextManager:
     """One BLAS thread for small products: thread start-up costs more than the (U x T)(T x U) product."""
-    global _BLAS
-    if n_rows > 1500:
-        return contextlib.nullcontext()
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
+    return contextlib.nullcontext() if n_rows > 1500 else one_blas_thread()
 
 
 class IOStack(KernelStack):
