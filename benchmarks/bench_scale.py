@@ -1,8 +1,8 @@
 """Scale benchmark: MKL fits with kernel columns computed on demand (lazy stack), against one SVC fit.
 
 Data: magic (``../shared/data/magic.csv``, 19,020 x 10, a stratified 70/30 split: 13,314 training points)
-with 14 kernels (RBF on all features at 6 relative bandwidths, RBF on each of two feature groups at 2
-bandwidths, polynomial of degree 1 and 2), and Breiman's ringnorm generated at ``--n`` training points
+with 12 kernels (RBF on all features at 6 relative bandwidths, RBF on each of two feature groups at 2
+bandwidths, polynomial of degree 1 and 2: 6 + 2 x 2 + 2), and Breiman's ringnorm generated at ``--n`` training points
 (default 50,000; 20 features) with 10 kernels (RBF at 8 relative bandwidths, polynomial of degree 1 and 2).
 Features are standardized on the training part; kernels normalized to unit trace.
 
