@@ -47,10 +47,10 @@ class SILP(OuterSolver):
     over the whole domain, so its value and the certificate are the plain method's; only the query points change.
     If the new cut does not cut off ``mu_LP``, convexity gives ``F(mu) <= a F(c) + (1 - a) theta`` with
     ``theta`` the LP value, so the query becomes the new centre and the gap ``F(c) - theta`` shrinks by the factor
-    ``a``: every step raises the lower bound or lowers the upper one (up to the inner solves' precision).  Weights
-    below ``1e-3`` of the largest are set to zero in the smoothed point (renormalized, unless that breaks a cap;
-    any point of the domain is a valid query), or the weights of the uniform start would decay geometrically and
-    keep every kernel in the combination.
+    ``a`` (up to the inner solves' precision); otherwise the cut removes ``mu_LP`` from the model, Kelley's
+    progress.  Weights below ``1e-3`` of the largest are set to zero in the smoothed point (renormalized, unless
+    that breaks a cap; any point of the domain is a valid query), or the weights of the uniform start would decay
+    geometrically and keep every kernel in the combination.
 
     The solve stops on the certified relative duality gap (``problem.tol``), like every solver.  With ``lp_gap``
     it also stops on Sonnenburg's own rule, ``|1 - theta_{t+1} / J_t| <= lp_gap`` with ``theta_{t+1}`` the master
