@@ -122,6 +122,7 @@ class EasyMKLSolver(OuterSolver):
 
     name = "easymkl"
     requires = frozenset({Capability.SIMPLEX})
+    replaces_objective = "weights from one QP (the margin between the class hulls), then one SVM"
 
     def __init__(self, lam: float = 0.1, qp_tol: float = 1e-8) -> None:
         self.lam = lam

@@ -615,7 +615,10 @@ class _Bundle:
         A_eq = np.ones((1, M + 1))
         A_eq[0, -1] = 0.0
         bounds = [(0.0, cap)] * M + [(None, None)]
-        res = linprog(c, A_ub=A_ub, b_ub=-self.L, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs")
+        # HiGHS' presolve finds nothing to remove in this small dense LP and took half of its time (measured on
+        # the benchmark's models of 40-560 cuts over 183 kernels); the dual simplex is what it chose anyway.
+        res = linprog(c, A_ub=A_ub, b_ub=-self.L, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs-ds",
+                      options={"presolve": False})
         if res.status != 0:
             return None
         lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)

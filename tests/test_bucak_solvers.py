@@ -44,6 +44,8 @@ CASES = [
     (Simplex(), SILP()),
     (BoxSimplex(nu=0.6), SILP()),
     (SimplexL2(theta=0.5), SILP()),
+    (Simplex(), SILP(stabilize=False)),  # Sonnenburg's plain SILP (the default smooths the query points)
+    (BoxSimplex(nu=0.6), SILP(stabilize=False)),
     (Simplex(), MirrorDescent()),
     (BoxSimplex(nu=0.6), MirrorDescent()),
     (SimplexL2(theta=0.5), MirrorDescent()),
@@ -294,6 +296,8 @@ def test_solvers_check_the_domain_without_build_parts():
 def test_bad_parameters_are_rejected():
     Ks, y = random_problem(0, n=15, M=3)
     for solver, match in [(SILP(max_cuts=1), "max_cuts"), (SILP(lp_gap=0.0), "lp_gap"), (SILP(lp_gap=2), "lp_gap"),
+                          (SILP(smoothing=1.0), "smoothing"), (SILP(smoothing=-0.1), "smoothing"),
+                          (SILP(stabilize="yes"), "stabilize"),
                           (MirrorDescent(step_rule="nesterov"), "step_rule"), (MirrorDescent(eta=-1.0), "eta"),
                           (MirrorDescent(max_backtracks=0), "max_backtracks")]:
         with pytest.raises(ValueError, match=match):
@@ -323,6 +327,34 @@ def test_silp_lower_bound_never_decreases():
     res = solve_mkl(Ks, y, Simplex(), SILP(), C=10.0, tol=1e-7)
     lowers = np.maximum.accumulate([h["lower"] for h in res.history])
     assert res.converged and np.all(np.diff(lowers) >= 0)
+
+
+@pytest.mark.parametrize("reg", [Simplex(), BoxSimplex(nu=0.3), SimplexL2(theta=0.5)], ids=lambda r: r.name)
+def test_silp_stabilized_and_plain_reach_the_same_certified_optimum(reg):
+    # The smoothing changes only the query points: the same LP model, the same certificate, the same optimum.
+    # Twelve kernels on 40 points make the plain method zig-zag between vertices; both must bracket cvxpy's value.
+    Ks, y = random_problem(8, n=40, M=12)
+    ref = reference(Ks, y, reg, C=10.0)
+    plain = solve_mkl(Ks, y, reg, SILP(stabilize=False), C=10.0, tol=1e-6, max_iter=3000)
+    smooth = solve_mkl(Ks, y, reg, SILP(), C=10.0, tol=1e-6, max_iter=3000)
+    for res in (plain, smooth):
+        assert _agrees(res, ref, 1e-6), (res.n_iter, res.dual_gap, res.objective, ref)
+        assert np.all(res.weights >= 0) and abs(res.weights.sum() - 1.0) <= 1e-12
+    assert max(plain.lower_bound, smooth.lower_bound) <= min(plain.objective, smooth.objective) * (1 + 1e-12)
+    if reg.name == "box_simplex":  # the sparsified queries keep the cap
+        cap = reg.cap(12)
+        assert all(h["n_selected"] >= 1 for h in smooth.history) and smooth.weights.max() <= cap * (1 + 1e-12)
+
+
+def test_silp_smoothing_moves_the_queries_towards_the_best_weights():
+    # The first query of the plain method is a vertex of the model LP (one cut: a single kernel); the smoothed
+    # one mixes it with the centre (the uniform start), so it keeps every kernel above the sparsity threshold.
+    Ks, y = random_problem(9, n=30, M=6)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        plain = solve_mkl(Ks, y, Simplex(), SILP(stabilize=False), C=10.0, tol=1e-12, max_iter=2)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        smooth = solve_mkl(Ks, y, Simplex(), SILP(smoothing=0.5), C=10.0, tol=1e-12, max_iter=2)
+    assert plain.history[1]["n_selected"] == 1 and smooth.history[1]["n_selected"] == 6
 
 
 @pytest.mark.parametrize("rule", ["diminishing", "fixed"])

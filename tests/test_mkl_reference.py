@@ -30,6 +30,7 @@ from _mkl_testing import (
 from hypothesis import given
 from hypothesis import strategies as st
 
+from multikernel.core.capabilities import replaced_objective
 from multikernel.core.registry import get_registry
 from multikernel.plugins.regularizers import (
     BoxSimplex,
@@ -48,12 +49,21 @@ PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl",
            "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last six: issue 12
 # Tested in test_multilabel_mkl.py against the sum form and cvxpy: a stochastic solver of shared-weight problems
 # whose certified gap has a long tail (on drawn binary structures it can stall near 1e-2 within 200 iterations).
-# easymkl solves no MKL saddle point (weights from one QP): its references are in tests/test_easymkl.py.
-OTHER_PRESETS = ["ml_mkl_sa", "easymkl"]
+OTHER_PRESETS = ["ml_mkl_sa"]
+
+
+def _replacing_presets() -> set[str]:
+    """Presets whose solver declares that it does not minimise the MKL objective (``replaces_objective``, e.g.
+    EasyMKL's weights from one QP): they have no MKL optimum to reach; their own tests hold their references."""
+    registry = get_registry()
+    return {m for m in registry.names("method")
+            if replaced_objective(registry.get("solver", registry.get("method", m).solver)) is not None}
 
 
 def test_the_presets_are_all_tested():
-    assert set(PRESETS) | set(OTHER_PRESETS) == set(get_registry().names("method"))
+    replacing = _replacing_presets()
+    assert "easymkl" in replacing and not replacing & set(PRESETS)
+    assert set(PRESETS) | set(OTHER_PRESETS) | replacing == set(get_registry().names("method"))
 
 
 # Known defect, not hidden: in a full-suite run (not alone) one drawn lpmkl problem makes the inner SMO cycle to its

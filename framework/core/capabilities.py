@@ -28,6 +28,12 @@ so a class cannot claim an operation it does not implement.  The one declaration
 projection lands in the domain it declares.  A solver declares the capabilities it needs in its class
 attribute ``requires`` (a set of :class:`Capability`).
 
+A solver that accepts a regularizer's domain but does not minimise the problem's objective
+``F = Omega + J`` (EasyMKL reads its weights off one QP, then solves one SVM) declares so in its class
+attribute ``replaces_objective``: a short statement of what it computes instead (``None``, the default, for
+the solvers of ``F``).  :func:`replaced_objective` reads it, so that tools comparing solvers on ``F``
+(benchmarks, the reference tests) can leave such solvers out without knowing their names.
+
 :func:`check_compatible` is called wherever a method's parts are built (the estimator, configs, the
 experiment runner), so an impossible pair fails before any kernel is computed, with a message that names
 what is missing and the registered solvers that would work.
@@ -50,6 +56,7 @@ __all__ = [
     "check_compatible",
     "compatible_solvers",
     "offered_by",
+    "replaced_objective",
     "required_by",
 ]
 
@@ -148,6 +155,27 @@ def required_by(solver: Solver | type[Solver]) -> frozenset[Capability]:
         raise PluginError(
             f"solver class {cls.__module__}.{cls.__qualname__} declares requires={declared!r}: {exc}. "
             f"Capabilities are {', '.join(c.value for c in Capability)}") from exc
+
+
+def replaced_objective(solver: Solver | type[Solver]) -> str | None:
+    """What ``solver`` (instance or class) computes instead of minimising ``F``, or ``None`` if it minimises it.
+
+    Read from the class attribute ``replaces_objective`` (see the module docstring).
+
+    Raises
+    ------
+    PluginError
+        If ``replaces_objective`` is neither ``None`` nor a non-empty string.
+    """
+    cls = solver if isinstance(solver, type) else type(solver)
+    declared = getattr(cls, "replaces_objective", None)
+    if declared is None:
+        return None
+    if not (isinstance(declared, str) and declared.strip()):
+        raise PluginError(f"solver class {cls.__module__}.{cls.__qualname__} declares replaces_objective="
+                          f"{declared!r}: it must be None (the solver minimises the problem's objective) or a "
+                          f"non-empty string saying what the solver computes instead")
+    return declared
 
 
 def compatible_solvers(regularizer: Regularizer, registry: Registry | None = None) -> list[str]:

@@ -428,9 +428,13 @@ class Solver(Component, abc.ABC):
         What the solver calls on the regularizer beyond ``check``, ``initial``, ``penalty`` and
         ``dual_bound`` (for example ``{Capability.PROJECTION}``).  Building a method checks it against the
         regularizer (:func:`multikernel.core.capabilities.check_compatible`).
+    replaces_objective : str or None
+        ``None`` for a solver of the problem's objective ``F = Omega + J``; else what the solver computes instead
+        (:func:`multikernel.core.capabilities.replaced_objective`), so that comparisons on ``F`` leave it out.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset()
+    replaces_objective: ClassVar[str | None] = None
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:
