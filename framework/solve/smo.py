@@ -313,18 +313,19 @@ _UNBOUNDED_ERROR = (
 # the KKT gap can stay flat for millions of steps although the gradient is exact: measured on a rank-10-of-16
 # kernel at C = 100, the gap sat at 5e-7 for 10^6 steps, with face eigenvalues from 5e-8 to 2.3 (and libsvm
 # stalls the same way at 3e-6).  The Cython core reports such a stall (``stall_window`` steps without halving
-# its best gap); the solve then takes one Newton step on the face, solved by MINRES (which copes with the
-# singular directions), line-searched within the box, and restarts SMO from there.
+# its best gap); the solve then polishes on the face (:func:`_polish`) and restarts SMO from there.
 _POLISH_MAX_FREE = 4096      # free variables beyond which the face block (f x f doubles) is not formed
-_POLISH_MAX_ROUNDS = 20      # polishing steps per solve; then SMO runs on without stall detection
-_POLISH_MAX_MINRES = 500     # MINRES iterations per polishing step (each costs one f x f product)
+_POLISH_DENSE = 300          # faces up to this size are solved by an eigendecomposition, larger ones by MINRES
+_POLISH_MAX_STEPS = 30       # Newton steps of one polish (each one ends on the face's optimum or on a bound)
+_POLISH_MAX_ROUNDS = 20      # polishes per solve; then SMO runs on without stall detection
+_POLISH_MAX_MINRES = 500     # MINRES iterations per Newton step (each costs one f x f product)
 
 
 def _stall_window(n: int) -> int:
     """Steps without halving the best KKT gap that count as a stall.
 
     Ordinary solves were measured to plateau for at most ~7 n steps (RBF kernels, n <= 2000, C up to 1e4); a
-    false alarm costs one polishing step, which never increases the objective.
+    false alarm costs one polish, which never increases the objective.
     """
     return max(10_000, 10 * n)
 
@@ -351,60 +352,102 @@ def _minres(H: LinearOperator, b: np.ndarray, rtol: float, maxiter: int) -> np.n
         return minres(H, b, tol=rtol, maxiter=maxiter)[0]
 
 
+def _face_projector(c: np.ndarray, grp: np.ndarray, mode: int) -> np.ndarray:
+    """The orthogonal projector on the directions that keep the equality constraints (on the given face)."""
+    f = len(c)
+    P = np.eye(f)
+    if mode == 1:
+        P -= np.outer(c, c) / f
+    elif mode == 2:
+        for g in (0, 1):
+            v = (grp == g).astype(np.float64)
+            if v.any():
+                P -= np.outer(v, v) / v.sum()
+    return P
+
+
+def _newton_direction(Q: np.ndarray, g: np.ndarray, P: np.ndarray, tol: float) -> np.ndarray:
+    """A descent direction minimising ``g'd + 1/2 d'Qd`` over ``d = P d``: the Newton step of the face.
+
+    On the range of ``H = P Q P`` it is ``-H^+ P g``.  When the projected gradient has a component above tol in
+    the null space of ``H`` (zero curvature: the face is unbounded below there until a bound stops it), the
+    direction is that component instead, so that the line search slides to a bound.  Small faces use an
+    eigendecomposition, large ones MINRES (range part only).
+    """
+    b = -(P @ g)
+    if len(g) <= _POLISH_DENSE:
+        w, V = np.linalg.eigh(P @ Q @ P)
+        coef = V.T @ b
+        rng = w > 1e-12 * max(float(np.abs(w).max()), np.finfo(float).tiny)
+        null = V[:, ~rng] @ coef[~rng]
+        if np.abs(null).max(initial=0.0) > 0.1 * tol:
+            # no Newton step reaches a face gradient below tol: first slide along the flat directions to a bound
+            return P @ null
+        return P @ (V[:, rng] @ (coef[rng] / w[rng]))
+    H = LinearOperator(Q.shape, matvec=lambda v: P @ (Q @ (P @ np.ravel(v))), dtype=np.float64)
+    norm_b = float(np.linalg.norm(b))
+    if norm_b == 0.0:
+        return np.zeros_like(g)
+    # the face gradient left after the step is the residual: aim well below tol
+    d = _minres(H, b, rtol=min(1e-3, 0.01 * tol / norm_b), maxiter=min(10 * len(g), _POLISH_MAX_MINRES))
+    return P @ d
+
+
 def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.ndarray, G: np.ndarray,
             s: np.ndarray, D: np.ndarray, lo: np.ndarray, up: np.ndarray, c: np.ndarray, grp: np.ndarray,
             mode: int, tol: float) -> np.ndarray | None:
-    """One Newton step on the face of free variables, line-searched within the box; None if it cannot help.
+    """Newton steps on the face of free variables, each line-searched within the box; None if none helps.
 
-    On the free set ``F`` (bound variables fixed) the step ``d`` minimises ``g'd + 1/2 d'Q_FF d`` under the
-    equality constraints (``c_F'd = 0`` in mode 1, ``sum of d per class = 0`` in mode 2): MINRES on the
-    projected system ``P Q_FF P d = -P g`` (P the projection on the constraints' null space), which also
-    serves singular faces.  The step is then the exact line minimum along ``d``, cut at the first bound, so
-    the objective never increases; the point stays feasible to rounding.
+    With the bound variables fixed, a step minimises the objective over the free ones under the equality
+    constraints (:func:`_newton_direction`), taken to its exact line minimum or to the first bound on the way.
+    A step stopped by a bound fixes that variable and the next step solves the smaller face (a primal
+    active-set method, at most ``_POLISH_MAX_STEPS`` steps); the first full step ends the polish.  Variables
+    that should leave their bounds are SMO's to find when it restarts.  The objective never increases and the
+    point stays feasible to rounding.
     """
     free = np.flatnonzero((alpha > lo) & (alpha < up))
     f = len(free)
-    if f == 0 or f > _POLISH_MAX_FREE or (mode == 1 and f < 2):
+    if f == 0 or f > _POLISH_MAX_FREE:
         return None
-    sF, cF, gF = s[free], c[free], G[free]
     Q = _face_kernel(Kd, provider, free)
-    Q *= np.outer(sF, sF)
+    Q *= np.outer(s[free], s[free])
     Q[np.diag_indices(f)] += D[free]
-    members = [np.flatnonzero(grp[free] == g) for g in (0, 1)] if mode == 2 else []
-
-    def project(v: np.ndarray) -> np.ndarray:
-        if mode == 1:
-            return v - cF * (cF @ v) / f
-        if mode == 2:
-            v = v.copy()
-            for idx in members:
-                if len(idx):
-                    v[idx] -= v[idx].mean()
-        return v
-
-    b = -project(gF)
-    norm_b = float(np.linalg.norm(b))
-    if norm_b == 0.0 or not math.isfinite(norm_b):
-        return None
-    H = LinearOperator((f, f), matvec=lambda v: project(Q @ project(np.ravel(v))), dtype=np.float64)
-    # the face gradient left after the step is the residual: aim well below tol
-    d = project(_minres(H, b, rtol=min(1e-3, 0.01 * tol / norm_b), maxiter=min(10 * f, _POLISH_MAX_MINRES)))
-    slope = float(gF @ d)
-    if not (slope < 0.0):
-        return None
-    curv = float(d @ (Q @ d))
-    a = alpha[free]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(d > 0, (up[free] - a) / d, np.where(d < 0, (lo[free] - a) / d, np.inf))
-    t_max = float(room.min())
-    t = min(t_max, -slope / curv) if curv > 0 else t_max
-    if not (0.0 < t < math.inf) or not (t * slope + 0.5 * t * t * curv < 0.0):
+    a, g = alpha[free].copy(), G[free].copy()
+    lof, upf, cf, gf = lo[free], up[free], c[free], grp[free]
+    on = np.ones(f, dtype=bool)
+    decrease = 0.0
+    for _ in range(_POLISH_MAX_STEPS):
+        idx = np.flatnonzero(on)
+        if len(idx) == 0 or (mode == 1 and len(idx) < 2):
+            break
+        d = np.zeros(f)
+        d[idx] = _newton_direction(Q[np.ix_(idx, idx)], g[idx], _face_projector(cf[idx], gf[idx], mode), tol)
+        slope = float(g @ d)
+        if not (slope < 0.0):
+            break
+        Qd = Q @ d
+        curv = float(d @ Qd)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            room = np.where(d > 0, (upf - a) / d, np.where(d < 0, (lof - a) / d, np.inf))
+        k = int(np.argmin(room))
+        t_max = float(room[k])
+        t = min(t_max, -slope / curv) if curv > 0 else t_max
+        if not (0.0 < t < math.inf) or not (t * slope + 0.5 * t * t * curv < 0.0):
+            break
+        decrease += t * slope + 0.5 * t * t * curv
+        a += t * d
+        g += t * Qd
+        if t < t_max:
+            break
+        # land exactly on the bound that stopped the step; that variable leaves the face
+        bound = upf[k] if d[k] > 0 else lof[k]
+        g += Q[:, k] * (bound - a[k])
+        a[k] = bound
+        on[k] = False
+    if not (decrease < 0.0):
         return None
     new = alpha.copy()
-    new[free] = np.clip(a + t * d, lo[free], up[free])
-    if t == t_max:
-        k = int(np.argmin(room))
-        new[free[k]] = up[free[k]] if d[k] > 0 else lo[free[k]]
+    new[free] = np.clip(a, lof, upf)
     return new
 
 
