@@ -680,3 +680,15 @@ class TestWouldHaveCaughtTheSMOStall:
         ref, precision = _clarabel_value(Q, kw, y)
         slack = 1e-7 * max(1.0, abs(ref)) + 10.0 * precision
         assert ref - slack <= res.objective <= ref + res.kkt_violation * len(y) * C + slack, (res.objective, ref)
+
+
+def test_stall_polish_reads_the_face_from_a_column_provider():
+    # the same stall with the kernel served by columns (the polish then reads its face block by block)
+    pr = make_problem(n=16, positives=1, kinds=["linear", "linear", "flat_rbf", "linear", "linear"], copies=[],
+                      log10_scales=None, order=[0, 3, 1, 2, 4], C=100.0, seed=0)
+    kw = {"p": -np.ones(len(pr.y)), "lower": 0.0, "upper": pr.C, "y_sum": 0.0, "tol": 1e-9}
+    dense = solve_qp(pr.Ks.mean(axis=0), pr.y, **kw)
+    lazy = solve_qp(StackColumns(pr.Ks, np.full(len(pr.Ks), 1.0 / len(pr.Ks))), pr.y, cache_size=1e-3, **kw)
+    assert dense.converged and lazy.converged and lazy.stats["polish_steps"] >= 1
+    assert lazy.kkt_violation <= 1e-9
+    assert lazy.objective == pytest.approx(dense.objective, rel=1e-12)

@@ -8,7 +8,9 @@ The general problem is
 with ``Q = (y y') o K + diag(ridge)`` (``signed=True``) or ``Q = K + diag(ridge)``.  :func:`solve_qp`
 solves it with sequential minimal optimisation: second-order working-set selection (Fan, Chen and Lin,
 2005), shrinking with gradient reconstruction, and a warm start that only touches the kernel rows of the
-non-zero entries of the starting point.  :func:`multikernel.solve.svm.solve_inner` is the entry point of the
+non-zero entries of the starting point.  When the pair steps stall (a nearly singular face of free variables:
+rank-deficient or duplicated kernels at large C), the solve polishes with Newton steps on that face and restarts
+(:func:`_polish`).  :func:`multikernel.solve.svm.solve_inner` is the entry point of the
 MKL inner problems (the SVM forms and any other data of this shape), with both objectives.
 
 Termination is guaranteed: by default a solve stops after :func:`default_max_iter` steps (libsvm's rule)
@@ -69,7 +71,9 @@ class QPResult:
     converged : bool
         False when ``max_iter`` stopped the solver first.
     stats : dict
-        Diagnostics: mean active-set size over the steps and misses of the active-row cache.
+        Diagnostics: mean active-set size over the steps, misses of the active-row cache, the longest run of
+        steps without halving the best KKT gap (``plateau``) and the number of polishes on the face of free
+        variables that ended a stall (``polish_steps``).
     """
 
     alpha: np.ndarray
