@@ -21,6 +21,10 @@ The kernel is read one full row at a time, either straight from the caller's den
 symmetric matrix is contiguous in both C and F order, so nothing is ever copied) or from a bounded LRU
 cache of rows filled by a Python column provider.  Shrinking keeps a sorted list of active indices
 instead of permuting arrays, so that row accesses stay monotone (cache- and prefetch-friendly).
+
+A solve can also stop on a stall (``stall_window`` steps without halving the best KKT gap): pair steps
+converge slowly on a nearly singular face of free variables, and the caller (``multikernel.solve.smo``)
+then takes Newton steps on that face and restarts.
 """
 
 from cpython.ref cimport PyObject
