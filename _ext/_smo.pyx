@@ -79,7 +79,7 @@ ctypedef struct Options:
     long long max_iter    # iteration limit; < 0 for none
     bint shrinking
     bint warm             # alpha is a warm start (shrink at once)
-    long long stall_window  # stop (reporting a stall) after this many steps without halving the best gap; 0: never
+    long long stall_window  # report a stall after this many steps without halving the best gap; 0: never
 
 
 ctypedef struct Problem:
@@ -1360,10 +1360,10 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
     ``kernel`` is a C-contiguous float32/float64 square matrix, or a ``_Provider`` that serves its rows.
     ``options`` fills the C struct ``Options`` (a mapping with ``tol``, ``max_iter`` (< 0: no limit),
     ``shrinking``, ``warm``, whether ``alpha`` is a warm start, and ``stall_window``, the number of steps
-    without halving the best KKT gap after which the solve stops with ``stalled`` set; 0 for never).  ``active_cache`` is the (reusable)
-    byte buffer of the cache of active-set rows used once shrinking has started; its size bounds that
-    cache.  Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter``, ``neg_curv``,
-    ``unbounded``, ``stalled`` and diagnostics.
+    without halving the best KKT gap after which the solve stops with ``stalled`` set; 0 for never).
+    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking has
+    started; its size bounds that cache.  Returns a dict with the full gradient ``G``, ``n_iter``,
+    ``hit_max_iter``, ``neg_curv``, ``unbounded``, ``stalled`` and diagnostics.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
     cdef Problem P
