@@ -59,6 +59,9 @@ def _extensions() -> list[Extension]:
         )
     return cythonize(
         exts,
+        # the shared .pxd helpers of _ext/ (cimported by their plain names: the source directory is not named
+        # like the package, so a relative cimport would look for multikernel/_ext/)
+        include_path=[str(HERE / "_ext")],
         compiler_directives={
             "language_level": "3",
             "boundscheck": False,

@@ -21,15 +21,20 @@ The kernel is read one full row at a time, either straight from the caller's den
 symmetric matrix is contiguous in both C and F order, so nothing is ever copied) or from a bounded LRU
 cache of rows filled by a Python column provider.  Shrinking keeps a sorted list of active indices
 instead of permuting arrays, so that row accesses stay monotone (cache- and prefetch-friendly).
+
+A solve can also stop on a stall (``stall_window`` steps without halving the best KKT gap): pair steps
+converge slowly on a nearly singular face of free variables, and the caller (``multikernel.solve.smo``)
+then takes Newton steps on that face and restarts.
 """
 
-from cpython.exc cimport PyErr_Clear
 from cpython.ref cimport PyObject
 from cython cimport floating
 from cython.parallel cimport prange
 from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
+
+from _signals cimport signal_pending
 
 import numpy as np
 
@@ -74,6 +79,7 @@ ctypedef struct Options:
     long long max_iter    # iteration limit; < 0 for none
     bint shrinking
     bint warm             # alpha is a warm start (shrink at once)
+    long long stall_window  # report a stall after this many steps without halving the best gap; 0: never
 
 
 ctypedef struct Problem:
@@ -113,25 +119,9 @@ ctypedef struct Problem:
     int hit_max_iter
     int interrupted    # Ctrl-C seen (checked every SIGNAL_EVERY iterations, main thread only)
     int unbounded      # a direction of non-positive curvature with no bound in the way
+    int stalled        # stall_window steps passed without halving the best KKT gap
+    long long plateau  # the longest run of steps without halving the best gap (diagnostics)
     int error
-
-
-# Declared without an exception clause: the -1 is read here, not propagated from a noexcept function.
-cdef extern from "Python.h":
-    int _check_signals "PyErr_CheckSignals" ()
-
-
-cdef int _signal_pending() noexcept nogil:
-    """Whether a signal handler raised (Ctrl-C): long solves stop and report instead of ignoring it.
-
-    The handler's exception is cleared here; the solver raises KeyboardInterrupt once it has stopped.
-    """
-    cdef int raised
-    with gil:
-        raised = _check_signals() != 0
-        if raised:
-            PyErr_Clear()
-    return raised
 
 
 cdef inline bint _must_stop(Problem* P) noexcept nogil:
@@ -139,7 +129,7 @@ cdef inline bint _must_stop(Problem* P) noexcept nogil:
     if P.opt.max_iter >= 0 and P.n_iter >= P.opt.max_iter:
         P.hit_max_iter = 1
         return True
-    if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and _signal_pending():
+    if P.n_iter > 0 and P.n_iter % SIGNAL_EVERY == 0 and signal_pending():
         P.interrupted = 1
         return True
     return False
@@ -1202,7 +1192,8 @@ cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcep
     cdef Py_ssize_t n = P.n
     cdef Py_ssize_t every = n if n < SHRINK_EVERY else SHRINK_EVERY
     cdef int unshrunk = 0, just_unshrunk = 0, rc
-    cdef double gap = 0.0
+    cdef double gap = 0.0, best_gap = INFINITY
+    cdef long long progress_at = P.n_iter
     cdef WorkingSet W
     W.pending = 0
     W.ig[0] = W.ig[1] = -1
@@ -1231,6 +1222,17 @@ cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcep
                 continue
             break
         just_unshrunk = 0
+        # Stall detection.  Pair steps converge linearly at a rate set by the conditioning of Q on the face
+        # of free variables: on a nearly singular face (rank-deficient or duplicated kernels, large C) the
+        # gap can stay flat for millions of steps.  The caller then polishes on the face and restarts.
+        if gap <= 0.5 * best_gap:
+            best_gap = gap
+            progress_at = P.n_iter
+        elif P.n_iter - progress_at > P.plateau:
+            P.plateau = P.n_iter - progress_at
+            if P.opt.stall_window > 0 and P.plateau >= P.opt.stall_window:
+                P.stalled = 1
+                break
         rc = _step_single(P, AC, Kb, C, &W) if P.mode == 0 else _step_pair(P, AC, Kb, C, &W)
         if rc < 0:
             return -1
@@ -1357,10 +1359,11 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
 
     ``kernel`` is a C-contiguous float32/float64 square matrix, or a ``_Provider`` that serves its rows.
     ``options`` fills the C struct ``Options`` (a mapping with ``tol``, ``max_iter`` (< 0: no limit),
-    ``shrinking`` and ``warm``, whether ``alpha`` is a warm start).  ``active_cache`` is the (reusable)
-    byte buffer of the cache of active-set rows used once shrinking has started; its size bounds that
-    cache.  Returns a dict with the full gradient ``G``, ``n_iter``, ``hit_max_iter``, ``neg_curv``,
-    ``unbounded`` and diagnostics.
+    ``shrinking``, ``warm``, whether ``alpha`` is a warm start, and ``stall_window``, the number of steps
+    without halving the best KKT gap after which the solve stops with ``stalled`` set; 0 for never).
+    ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking has
+    started; its size bounds that cache.  Returns a dict with the full gradient ``G``, ``n_iter``,
+    ``hit_max_iter``, ``neg_curv``, ``unbounded``, ``stalled`` and diagnostics.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
     cdef Problem P
@@ -1443,4 +1446,5 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
     G = -np.asarray(qp.c) * work[0]
     return {"G": G, "n_iter": int(P.n_iter), "hit_max_iter": bool(P.hit_max_iter),
             "neg_curv": bool(P.neg_curv), "unbounded": bool(P.unbounded),
+            "stalled": bool(P.stalled), "plateau": int(P.plateau),
             "mean_active": P.sum_active / max(P.n_iter, 1), "active_cache_misses": int(P.ac_miss)}

@@ -26,28 +26,16 @@ of every kernel; the stack is the library's (M, n, n) layout, so those rows are 
 The Python side (:mod:`multikernel.plugins.smo_mkl`) turns the state into certified bounds.
 """
 
-from cpython.exc cimport PyErr_Clear
 from cython cimport floating
 from libc.math cimport INFINITY, fabs, pow
 from libc.stdlib cimport free, malloc
+
+from _signals cimport signal_pending
 
 import numpy as np
 
 cdef double TAU = 1e-12                 # curvature floor of the pair selection (libsvm's tau)
 cdef double SIGNAL_WORK = 2e8           # multiply-adds between two checks for Ctrl-C
-
-cdef extern from "Python.h":
-    int _check_signals "PyErr_CheckSignals" ()
-
-
-cdef int _signal_pending() noexcept nogil:
-    cdef int raised
-    with gil:
-        raised = _check_signals() != 0
-        if raised:
-            PyErr_Clear()
-    return raised
-
 
 cdef double _norm_weights(const double* q, Py_ssize_t M, double r, double* w) noexcept nogil:
     """``N = ||q_+||_r`` and ``w_m = (q_m/N)^(r-1)`` (computed relative to the largest ``q_m``).
@@ -270,7 +258,7 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
                 break
             if work >= SIGNAL_WORK:
                 work = 0.0
-                if _signal_pending():
+                if signal_pending():
                     interrupted = 1
                     break
             # Row i of the combined kernel sum_m theta_m K_m.

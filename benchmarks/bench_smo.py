@@ -28,7 +28,7 @@ from sklearn.datasets import make_classification
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.svm import SVC
 
-from multikernel import smo
+from multikernel.solve import smo
 from multikernel.solve.svm import solve_inner, svm_problem
 from multikernel.stack.storage import DenseStack
 

@@ -66,15 +66,7 @@ def test_the_presets_are_all_tested():
     assert set(PRESETS) | set(OTHER_PRESETS) | replacing == set(get_registry().names("method"))
 
 
-# Known defect, not hidden: in a full-suite run (not alone) one drawn lpmkl problem makes the inner SMO cycle to its
-# iteration cap (a ConvergenceWarning); the same example passes when the test runs alone, so the cycling depends on
-# state left by earlier tests or on the threaded gradient updates.  Tracked in the session note; non-strict so
-# the other drawn problems still fail loudly if the gap is missed.
-_SMO_CYCLING = pytest.mark.xfail(strict=False, reason="inner SMO occasionally cycles to its cap on one drawn "
-                                                      "lpmkl problem in full-suite runs (under investigation)")
-
-
-@pytest.mark.parametrize("method", [pytest.param(m, marks=_SMO_CYCLING) if m == "lpmkl" else m for m in PRESETS])
+@pytest.mark.parametrize("method", PRESETS)
 @scaled(1.5)
 @given(problem=mkl_problems())
 def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
