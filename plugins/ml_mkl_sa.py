@@ -64,6 +64,9 @@ from multikernel.solve.outer import Evaluator, OuterLoop, start_point
 
 __all__ = ["MLMKLSA"]
 
+#: The longest round between two certifications, in epochs (rounds double from ``certify_every`` up to it).
+_MAX_ROUND_EPOCHS = 4
+
 _BUCAK = ("Bucak, Jin and Jain, Multi-label Multiple Kernel Learning by Stochastic Approximation: Application "
           "to Visual Object Recognition, NIPS 2010; S. S. Bucak, PhD thesis, Michigan State University, 2014, ch. 3")
 
@@ -104,11 +107,13 @@ class MLMKLSA(Solver):
     #: Samples the blocks of a shared-weight problem: MKLClassifier refuses it with one-vs-rest weights.
     samples_blocks = True
 
-    def __init__(self, gradient: str = "aggregated", step: str = "auto", eta: float = 3.0, certify_every: int = 1,
+    def __init__(self, gradient: str = "aggregated", step: str = "auto", eta: float = 3.0,
+                 batch: int | str = "auto", certify_every: float = 0.5,
                  random_state: int | np.random.RandomState | None = None) -> None:
         self.gradient = gradient
         self.step = step
         self.eta = eta
+        self.batch = batch
         self.certify_every = certify_every
         self.random_state = random_state
 
@@ -119,14 +124,23 @@ class MLMKLSA(Solver):
             raise ValueError(f"step must be 'auto' or 'constant'; got {self.step!r}")
         if not (isinstance(self.eta, numbers.Real) and math.isfinite(self.eta) and self.eta > 0):
             raise ValueError(f"eta must be a positive finite number; got {self.eta!r}")
-        if not (isinstance(self.certify_every, numbers.Integral) and self.certify_every >= 1):
-            raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
+        if not (self.batch == "auto" or (isinstance(self.batch, numbers.Integral)
+                                         and not isinstance(self.batch, bool) and self.batch >= 1)):
+            raise ValueError(f"batch must be 'auto' or a positive integer (blocks per step); got {self.batch!r}")
+        if not (isinstance(self.certify_every, numbers.Real) and not isinstance(self.certify_every, bool)
+                and math.isfinite(self.certify_every) and self.certify_every > 0):
+            raise ValueError(f"certify_every must be a positive number of epochs; got {self.certify_every!r}")
         blocks = problem.inner.split()  # type: ignore[union-attr]
         if blocks is None:
             raise ValueError(f"solver 'ml_mkl_sa' samples independent blocks, but the inner problem "
                              f"{type(problem.inner).__name__} couples its blocks (its split() is None): use a "
                              f"deterministic solver (`multikernel plugins` lists them)")
         return blocks
+
+    def _batch_size(self, T: int) -> int:
+        if self.batch == "auto":
+            return max(1, math.ceil(math.sqrt(T)))
+        return min(int(self.batch), T)
 
     def _eta(self, g: np.ndarray, t: int, n_kernels: int) -> float:
         if self.step == "constant":
@@ -136,9 +150,28 @@ class MLMKLSA(Solver):
             return 0.0  # every kernel has the same gradient: the entropic step leaves mu unchanged
         return float(self.eta) * math.sqrt(2.0 * math.log(max(n_kernels, 2)) / t) / self._spread
 
+    def _estimate(self, forms: np.ndarray, seen: np.ndarray, batch: np.ndarray, q: np.ndarray) -> np.ndarray:
+        """The estimate of ``sum_t q(alpha_t)`` from the new forms ``q`` of the sampled ``batch`` of blocks.
+
+        ``forms`` and ``seen`` are the blocks' last forms and which blocks have been solved at all (before this
+        step).  Each block is in a batch of ``b`` out of ``T`` with probability ``b / T``, so both estimates are
+        unbiased once every block has been seen; before that, the blocks not yet solved are imputed the mean
+        of the forms of those that were (the SAG start of Schmidt, Le Roux and Bach), or zero before any.
+        """
+        T, b = len(forms), len(batch)
+        if self.gradient == "sampled":
+            return (T / b) * q.sum(axis=0)
+        table = forms.copy()
+        if not seen.all():
+            table[~seen] = forms[seen].mean(axis=0) if seen.any() else 0.0
+        return table.sum(axis=0) + (T / b) * (q - table[batch]).sum(axis=0)
+
     def solve(self, problem: MKLProblem) -> MKLResult:
         blocks = self._check(problem)
         T, M = len(blocks), problem.stack.n_kernels
+        b = self._batch_size(T)
+        # the first round: the sampled solves before the first certification, in whole steps of b blocks
+        first_round = max(1, math.ceil(self.certify_every * T / b))
         rng = check_random_state(self.random_state)
         reg = problem.regularizer
         loop = OuterLoop(problem)
@@ -149,30 +182,47 @@ class MLMKLSA(Solver):
         coefs = np.zeros((T, n))
         linear = np.zeros(T)
         forms = np.zeros((T, M))
+        seen = np.zeros(T, dtype=bool)
+        rounds = sampled = t = 0
         self._spread = 0.0
-        epochs = 0
         converged = interrupted = False
         try:
-            # The start is certified like every average: every block gets its alpha at the first weights.
-            converged = self._certify(problem, evaluate, loop, mu, alphas, coefs, linear, forms, blocks, None)
-            loop.history[-1].update(epoch=0, svm_solves=evaluate.n_solves)
-            while epochs < problem.max_iter and not converged:
-                round_epochs = min(self.certify_every, problem.max_iter - epochs)
-                t = 0  # a restart: the step schedule starts again from the average (restarted mirror descent)
+            if alpha0 is not None:
+                # a warm start (the neighbour on a grid path) is certified first: its alpha are near the optimum,
+                # so the solves are cheap, and they fill the gradient table with every block's forms
+                converged = self._certify(problem, evaluate, loop, mu, alphas, coefs, linear, forms, blocks, None)
+                seen[:] = True
+                loop.history[-1].update(round=0, epoch=0.0, svm_solves=evaluate.n_solves)
+            while rounds < problem.max_iter and not converged:
+                # a restart: the step schedule starts again from the average (restarted mirror descent), its
+                # scale R_t from this round's gradients (near the optimum they spread less than at the start)
+                # the steps keep decreasing as 1/sqrt(t) over the whole solve; the average restarts at each
+                # certification (the iterates far from the optimum leave it), its scale R_t is this round's
+                # gradients' (near the optimum they spread less than at the start), and the rounds double up to
+                # a cap, so that certifying costs a vanishing share of the solves without delaying the first one
+                self._spread = 0.0
+                steps = min(first_round * 2 ** rounds, max(first_round, math.ceil(_MAX_ROUND_EPOCHS * T / b)))
+                # the alpha of a block not yet solved is a placeholder (zero), not a dual point of every loss
+                # (a nu-SVM's), so the dual bounds below wait until every block has been solved
+                solved_all = bool(seen.all())
                 log_mu = np.log(mu)
                 average, total = np.zeros(M), 0.0
                 average_alpha, average_coef = np.zeros((T, n)), np.zeros((T, n))
-                for a in rng.randint(T, size=T * round_epochs):
-                    sol = blocks[a].solve(evaluate.combined(mu), alphas[a], loop.inner_tol)
-                    evaluate.n_solves += 1
-                    q = problem.stack.quad_forms(sol.coef)
-                    if self.gradient == "sampled":
-                        g = -0.5 * T * q
-                    else:  # SAGA: the stored forms of every block, the sampled one's change scaled by T
-                        g = -0.5 * (forms.sum(axis=0) + T * (q - forms[a]))
-                    g = g + reg.penalty_gradient(mu)
-                    alphas[a], coefs[a], forms[a] = sol.alpha, sol.coef, q
-                    linear[a] = blocks[a].linear_term(sol.alpha)
+                for _ in range(steps):
+                    batch = rng.choice(T, size=b, replace=False) if b < T else np.arange(T)
+                    K = evaluate.combined(mu)  # one combination serves the whole batch
+                    q = np.empty((b, M))
+                    sols = []
+                    for i, a in enumerate(batch):
+                        sols.append(blocks[a].solve(K, alphas[a], loop.inner_tol))
+                        q[i] = problem.stack.quad_forms(sols[-1].coef)
+                    evaluate.n_solves += b
+                    sampled += b
+                    g = -0.5 * self._estimate(forms, seen, batch, q) + reg.penalty_gradient(mu)
+                    for i, a in enumerate(batch):
+                        alphas[a], coefs[a], forms[a] = sols[i].alpha, sols[i].coef, q[i]
+                        linear[a] = blocks[a].linear_term(sols[i].alpha)
+                    seen[batch] = True
                     t += 1
                     eta = self._eta(g, t, M)
                     average_alpha += eta * alphas
@@ -183,23 +233,24 @@ class MLMKLSA(Solver):
                     # the iterates after each step: a round of a single step (one block) must still move
                     average += eta * mu
                     total += eta
-                epochs += round_epochs
-                # weak duality with the last alpha of every block: q_m(alpha) needs no solve
-                loop.lower = max(loop.lower, float(linear.sum() - reg.dual_bound(0.5 * forms.sum(axis=0))))
+                rounds += 1
+                if seen.all():  # weak duality with the last alpha of every block: q_m(alpha) needs no solve
+                    loop.lower = max(loop.lower, float(linear.sum() - reg.dual_bound(0.5 * forms.sum(axis=0))))
                 if total > 0:
                     mu = average / total
                     mu /= mu.sum()
-                averaged = (average_alpha / total, average_coef / total) if total > 0 else None
+                averaged = (average_alpha / total, average_coef / total) if total > 0 and solved_all else None
                 converged = self._certify(problem, evaluate, loop, mu, alphas, coefs, linear, forms, blocks,
                                           averaged)
-                loop.history[-1].update(epoch=epochs, svm_solves=evaluate.n_solves)
+                seen[:] = True
+                loop.history[-1].update(round=rounds, epoch=sampled / T, svm_solves=evaluate.n_solves)
         except KeyboardInterrupt:
             interrupted = True
             if loop.best is None:
                 raise KeyboardInterrupt("ml_mkl_sa was interrupted before its first certification: no "
                                         "certified weights to return yet") from None
         res = loop.result(converged, interrupted, solver=self.name)
-        res.n_iter = epochs
+        res.n_iter = rounds
         return res
 
     @staticmethod
