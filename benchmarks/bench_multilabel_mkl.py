@@ -218,7 +218,7 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", nargs="+", default=["yeast", "emotions"])
+    ap.add_argument("--datasets", nargs="*", default=["yeast", "emotions"])
     ap.add_argument("--synthetic", nargs="+", type=int, default=[],
                     help="also run synthetic sets with these numbers of labels (600 samples, 20 features)")
     ap.add_argument("--contenders", nargs="+", choices=[c[0] for c in CONTENDERS],
