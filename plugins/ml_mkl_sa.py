@@ -203,8 +203,6 @@ class MLMKLSA(Solver):
                 seen[:] = True
                 loop.history[-1].update(round=0, epoch=0.0, svm_solves=evaluate.n_solves)
             while rounds < problem.max_iter and not converged:
-                # a restart: the step schedule starts again from the average (restarted mirror descent), its
-                # scale R_t from this round's gradients (near the optimum they spread less than at the start)
                 # the steps keep decreasing as 1/sqrt(t) over the whole solve; the average restarts at each
                 # certification (the iterates far from the optimum leave it), its scale R_t is this round's
                 # gradients' (near the optimum they spread less than at the start), and the rounds double up to
