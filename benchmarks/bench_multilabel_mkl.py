@@ -6,28 +6,40 @@ kernels) on the same training stack:
 * ``sum/<solver>``: :func:`multikernel.solve.fit.fit_mkl` with ``shared=True`` and a deterministic outer solver
   (``level``: the ``l1mkl`` preset; ``reduced_gradient``: SimpleMKL; ``bcd``: the closed-form update), every
   iteration solving the ``T`` SVMs;
-* ``sa``: the ``ml_mkl_sa`` solver (one sampled label per step, SAGA gradient estimate, its defaults), seeded;
+* ``sa``: the ``ml_mkl_sa`` solver (its defaults: a batch of ``ceil(sqrt(T))`` sampled labels per step, SAGA
+  gradient estimate, a certification every half epoch), seeded;
 * ``sa/sampled``: the same with the thesis's gradient estimate (eq. 3.8).
 
-The reference optimum ``F*`` is the level method's at ``tol = 1e-5``.  For each contender the table gives the
-wall time (and SVM solves) until its best certified upper bound ``F(mu)`` is within 1 % of ``F*`` ("time to the
-same objective"), until its certified relative gap is below 1e-2, its final objective and gap, and the test
-ranking measures of its model: AUC per label (scikit-learn's ``roc_auc_score`` on each label's column of the
-decision values, averaged over the labels) and ranking loss (``label_ranking_loss``).  Times come from the
-outer loop's callback (wall clock; the machine is shared, so the ratio of two contenders in one run is what to
-read).  Kernels: 7 RBF (``gamma = s / mean squared distance``, ``s = 2^-3 .. 2^3``) and polynomial of degrees 1,
-2, 3 on the standardized features, trace-normalized; one random 50/50 split (``--seed``).
+The reference optimum ``F*`` is the level method's at ``tol = 1e-5``.  "Time to an objective within 1 % of
+``F*``" is measured two ways, both from the start of the fit (wall clock):
+
+* **certified**: until the solver's own best certified upper bound ``F(mu)`` is within 1 % of ``F*``: the
+  solver has weights within 1 % *and knows it* (it solved all ``T`` SVMs there);
+* **reached**: until the solver first forms the combined kernel ``K(mu)`` at weights ``mu`` with
+  ``F(mu) <= 1.01 F*``: the time at which it holds such weights (for the level method its new iterate, for SA a
+  step's iterate or a round's average), whether or not it has evaluated them yet.  ``F(mu)`` is evaluated by
+  this script after the fit, off the clock (every label's SVM on ``K(mu)`` at inner tolerance 1e-5); the
+  weights are recorded by wrapping :class:`multikernel.stack.combination.CombinedKernel` for the fit.
+
+Also: the time until the certified relative gap is below 1e-2, the final objective and gap, and the test
+ranking measures of each model: AUC per label (scikit-learn's ``roc_auc_score`` on each label's column of the
+decision values, averaged over the labels) and ranking loss (``label_ranking_loss``).  The machine is shared, so
+the ratio of two contenders in one run is what to read.  Kernels: 7 RBF (``gamma = s / mean squared
+distance``, ``s = 2^-3 .. 2^3``) and polynomial of degrees 1, 2, 3 on the standardized features,
+trace-normalized; one random 50/50 split (``--seed``).
 
 Usage::
 
     python benchmarks/bench_multilabel_mkl.py                         # yeast and emotions, C = 1
     python benchmarks/bench_multilabel_mkl.py --datasets emotions --C 0.1 1
     python benchmarks/bench_multilabel_mkl.py --json results.json
+    python benchmarks/bench_multilabel_mkl.py --synthetic 8 32 128 --contenders sum/level sa   # labels trend
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import time
@@ -41,6 +53,7 @@ from sklearn.model_selection import train_test_split
 
 from multikernel import create
 from multikernel.solve.fit import SolveSettings, build_parts, encode_targets, fit_mkl
+from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.kernelset import KernelSet
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -73,10 +86,26 @@ CONTENDERS = [("sum/level", "l1mkl", None), ("sum/reduced_gradient", "l1mkl", "r
               ("sum/bcd", "l1mkl", "bcd"), ("sa", "ml_mkl_sa", None), ("sa/sampled", "ml_mkl_sa", "sampled")]
 
 
+@contextlib.contextmanager
+def recording_weights(start: float, log: list[tuple[float, np.ndarray]]):
+    """Record ``(time since start, weights)`` whenever a solver forms ``K(mu)`` (for the "reached" measure)."""
+    original = CombinedKernel.__call__
+
+    def call(self, weights):
+        log.append((time.perf_counter() - start, np.array(weights, dtype=np.float64)))
+        return original(self, weights)
+
+    CombinedKernel.__call__ = call
+    try:
+        yield log
+    finally:
+        CombinedKernel.__call__ = original
+
+
 def run(method: str, solver: str | None, stack, targets, C: float, tol: float, seed: int,
-        max_iter: int = 500) -> tuple[object, list[dict]]:
-    """One fit with a time stamp on each recorded iteration (``solver="sampled"``: SA with the thesis's
-    gradient estimate)."""
+        max_iter: int = 500) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
+    """One fit with a time stamp on each recorded iteration and the weights of each combination formed
+    (``solver="sampled"``: SA with the thesis's gradient estimate)."""
     params: dict = {"C": C}
     if method == "ml_mkl_sa":
         params["solver__random_state"] = seed
@@ -84,17 +113,37 @@ def run(method: str, solver: str | None, stack, targets, C: float, tol: float, s
             solver, params["solver__gradient"] = None, "sampled"
     parts = build_parts(method, solver=solver, params=params)
     trace: list[dict] = []
+    formed: list[tuple[float, np.ndarray]] = []
     start = time.perf_counter()
 
     def stamp(entry: dict) -> None:
         trace.append({**entry, "time": time.perf_counter() - start})
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), recording_weights(start, formed):
         warnings.simplefilter("ignore", ConvergenceWarning)
         fitted = fit_mkl(stack, targets, parts, SolveSettings(tol=tol, max_iter=max_iter, inner_tol=1e-3),
                          shared=True, callback=stamp)
     fitted.fit_time = time.perf_counter() - start
-    return fitted, trace
+    return fitted, trace, formed
+
+
+def objective(stack, targets, C: float, mu: np.ndarray) -> float:
+    """``F(mu)``: the sum of the labels' SVM primal objectives on ``K(mu)`` (the simplex has no penalty)."""
+    loss = build_parts("l1mkl", params={"C": C}).loss
+    K = stack.combine(mu)
+    return float(sum(loss.solve(K, y, alpha0=None, tol=1e-5).primal_objective for y in targets.blocks))
+
+
+def reached(formed: list[tuple[float, np.ndarray]], stack, targets, C: float, f_star: float) -> float:
+    """The first time weights with ``F(mu) <= 1.01 F*`` were formed (evaluated now, off the clock)."""
+    last = None
+    for t, mu in formed:
+        if last is not None and np.array_equal(mu, last):
+            continue
+        last = mu
+        if objective(stack, targets, C, mu) <= 1.01 * f_star:
+            return t
+    return float("nan")
 
 
 def first(trace: list[dict], test) -> tuple[float, int]:
@@ -106,8 +155,22 @@ def first(trace: list[dict], test) -> tuple[float, int]:
     return float("nan"), -1
 
 
-def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max_iter: int = 40) -> list[dict]:
-    X, Y = load_multilabel(name, data_dir)
+def synthetic(labels: int, n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """A multi-label set with ``labels`` correlated labels: each a thresholded random mix of 5 shared nonlinear
+    latent features of 20 Gaussian inputs, plus noise (real label sets share structure the same way)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 20))
+    latent = np.tanh(X @ rng.normal(size=(20, 5)) / np.sqrt(20)) + 0.3 * (X[:, :5] ** 2 - 1)
+    scores = latent @ rng.normal(size=(5, labels)) + 0.5 * rng.normal(size=(n, labels))
+    return X, (scores > np.quantile(scores, 0.7, axis=0)).astype(int)  # about 30 % positives per label
+
+
+def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max_iter: int = 40,
+          contenders: list[str] | None = None) -> list[dict]:
+    if name.startswith("synthetic"):
+        X, Y = synthetic(int(name.removeprefix("synthetic")), seed=seed)
+    else:
+        X, Y = load_multilabel(name, data_dir)
     Xtr, Xte, Ytr, Yte = train_test_split(X, Y, train_size=0.5, random_state=seed)
     keep = (Ytr.sum(0) > 0) & (Ytr.sum(0) < len(Ytr))  # a label with one value in training has no SVM
     Ytr, Yte = Ytr[:, keep], Yte[:, keep]
@@ -116,48 +179,62 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
     cross = ks.cross_stack(Xte)
     targets = encode_targets(Ytr)
     T = targets.n_blocks
-    ref, _ = run("l1mkl", None, stack, targets, C, 1e-5, seed)
+    ref, _, _ = run("l1mkl", None, stack, targets, C, 1e-5, seed)
     f_star = float(ref.results[0].objective)
     rows = []
     for label, method, solver in CONTENDERS:
-        fitted, trace = run(method, solver, stack, targets, C, tol, seed, max_iter)
+        if contenders and label not in contenders:
+            continue
+        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter)
         res = fitted.results[0]
         for e, h in zip(trace, res.history, strict=True):  # SA counts its solves; the others solve T per iteration
             e["svm_solves"] = h.get("svm_solves", T * h["iteration"])
         t1, s1 = first(trace, lambda e, best: best <= 1.01 * f_star)
+        tr = reached(formed, stack, targets, C, f_star)
         tg, sg = first(trace, lambda e, best: e["gap"] <= 1e-2)
         row = {"data": name, "C": C, "seed": seed, "labels": T, "n_train": stack.n_rows, "contender": label,
-               "time_to_1pct": t1, "solves_to_1pct": s1, "time_to_gap_1e-2": tg, "solves_to_gap_1e-2": sg,
+               "time_to_1pct": t1, "solves_to_1pct": s1, "time_reached_1pct": tr,
+               "time_to_gap_1e-2": tg, "solves_to_gap_1e-2": sg,
                "fit_time": fitted.fit_time, "objective": float(res.objective), "f_star": f_star,
                "rel_objective": float(res.objective / f_star - 1), "gap": float(res.dual_gap),
                "n_iter": int(res.n_iter), "n_selected": int(np.count_nonzero(res.weights > 1e-6)),
                **ranking_scores(Yte, fitted.decision_function(cross))}
         rows.append(row)
-        print(f"{name:9s} C={C:<5g} {label:22s} to 1%: {t1:7.2f}s ({s1:4d} SVMs)  to gap 1e-2: {tg:7.2f}s "
-              f"({sg:4d} SVMs)  fit {fitted.fit_time:7.2f}s  F/F*-1 {row['rel_objective']:.1e} gap "
-              f"{row['gap']:.1e}  AUC {row['auc']:.4f}  RL {row['ranking_loss']:.4f}", flush=True)
+        print(f"{name:9s} C={C:<5g} {label:22s} to 1% certified: {t1:7.2f}s ({s1:4d} SVMs) reached: {tr:7.2f}s  "
+              f"to gap 1e-2: {tg:7.2f}s ({sg:4d} SVMs)  fit {fitted.fit_time:7.2f}s  F/F*-1 "
+              f"{row['rel_objective']:.1e} gap {row['gap']:.1e}  AUC {row['auc']:.4f}  RL {row['ranking_loss']:.4f}",
+              flush=True)
     base = {r["contender"]: r for r in rows}
-    for r in rows:
-        if r["contender"].startswith("sum/"):
-            print(f"#   {name} C={C:g}: {r['contender']} / sa time to 1 %: "
-                  f"{r['time_to_1pct'] / base['sa']['time_to_1pct']:.2f}x, to gap 1e-2: "
-                  f"{r['time_to_gap_1e-2'] / base['sa']['time_to_gap_1e-2']:.2f}x")
+    if "sa" in base:
+        sa = base["sa"]
+        for r in rows:
+            if r["contender"].startswith("sum/"):
+                print(f"#   {name} C={C:g}: {r['contender']} / sa time to 1 %: certified "
+                      f"{r['time_to_1pct'] / sa['time_to_1pct']:.2f}x, reached "
+                      f"{r['time_reached_1pct'] / sa['time_reached_1pct']:.2f}x; to gap 1e-2: "
+                      f"{r['time_to_gap_1e-2'] / sa['time_to_gap_1e-2']:.2f}x", flush=True)
     return rows
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", nargs="+", default=["yeast", "emotions"])
+    ap.add_argument("--datasets", nargs="*", default=["yeast", "emotions"])
+    ap.add_argument("--synthetic", nargs="+", type=int, default=[],
+                    help="also run synthetic sets with these numbers of labels (600 samples, 20 features)")
+    ap.add_argument("--contenders", nargs="+", choices=[c[0] for c in CONTENDERS],
+                    help="run only these (default: all)")
     ap.add_argument("--C", nargs="+", type=float, default=[1.0])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tol", type=float, default=1e-3, help="stopping gap of the timed runs")
-    ap.add_argument("--max-iter", type=int, default=40, help="outer iterations (SA: epochs) of the timed runs")
+    ap.add_argument("--max-iter", type=int, default=40,
+                    help="outer iterations (SA: certified rounds) of the timed runs")
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the CSV files (default ../shared/data)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     print(f"# {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
-    rows = [r for name in args.datasets for C in args.C
-            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter)]
+    names = args.datasets + [f"synthetic{T}" for T in args.synthetic]
+    rows = [r for name in names for C in args.C
+            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

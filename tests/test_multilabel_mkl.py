@@ -82,7 +82,9 @@ def test_seeded_and_interruptible_and_max_iter_states_the_gap():
     a = _fit("ml_mkl_sa", Ks, Y, 1e-4, C=1.0, solver__random_state=7)
     b = _fit("ml_mkl_sa", Ks, Y, 1e-4, C=1.0, solver__random_state=7)
     np.testing.assert_array_equal(a.weights, b.weights)
-    assert a.n_iter == b.n_iter and a.history[-1]["epoch"] == a.n_iter
+    # max_iter and n_iter count certified rounds; the history says how many epochs of sampled solves they took
+    assert a.n_iter == b.n_iter and a.history[-1]["round"] == a.n_iter
+    assert a.history[-1]["svm_solves"] == 5 * (a.history[-1]["epoch"] + a.n_iter)
     parts = build_parts("ml_mkl_sa", params={"solver__random_state": 0})
     with pytest.warns(ConvergenceWarning, match=r"max_iter=2 with a relative duality gap of"):
         r = fit_mkl(DenseStack(Ks), encode_targets(Y), parts, SolveSettings(tol=1e-9, max_iter=2), shared=True)
@@ -99,6 +101,38 @@ def test_seeded_and_interruptible_and_max_iter_states_the_gap():
         r = fit_mkl(DenseStack(Ks), encode_targets(Y), parts, SolveSettings(tol=1e-9, max_iter=50), shared=True,
                     callback=interrupt)
     assert r.results[0].interrupted and np.isfinite(r.results[0].dual_gap)
+
+
+@pytest.mark.parametrize("batch, certify_every", [(1, 1.0), (3, 0.25), (8, 2.0)])
+def test_sa_batches_and_rounds_reach_the_sum_form_optimum(batch, certify_every):
+    """One label per step (the thesis's), a batch of several, and all of them (a batch larger than T is all T):
+    every setting ends at the certified sum-form optimum."""
+    X, Y = _multilabel(8, labels=6)
+    Ks = _kernels(X)
+    sa = _fit("ml_mkl_sa", Ks, Y, TOL, C=1.0, solver__random_state=0, solver__batch=batch,
+              solver__certify_every=certify_every)
+    ref = _shared_reference(Ks, encode_targets(Y).blocks, build_parts("l1mkl").regularizer, C=1.0)
+    assert sa.converged and sa.dual_gap <= TOL
+    assert ref * (1 - 1e-6) <= sa.objective <= ref * (1 + TOL)
+
+
+def test_sa_batch_estimate_is_unbiased():
+    """Each block is in a batch of b out of T with probability b/T: averaged over all batches, both estimates
+    are the sum of the new forms; before every block was solved, SAGA's table is empty: the thesis's estimate."""
+    from itertools import combinations
+
+    rng = np.random.default_rng(1)
+    T, b, M = 5, 2, 3
+    old, new = rng.random((T, M)), rng.random((T, M))
+    seen = np.ones(T, dtype=bool)
+    batches = [np.array(c) for c in combinations(range(T), b)]
+    for gradient in ("sampled", "aggregated"):
+        sa = MLMKLSA(gradient=gradient)
+        mean = np.mean([sa._estimate(old, seen, c, new[c]) for c in batches], axis=0)
+        np.testing.assert_allclose(mean, new.sum(axis=0))
+    seen[3] = False
+    est = MLMKLSA()._estimate(old, seen, np.array([0, 1]), new[[0, 1]])
+    np.testing.assert_allclose(est, T / b * new[[0, 1]].sum(axis=0))
 
 
 def test_sa_gradient_estimates_are_unbiased():
@@ -134,7 +168,8 @@ def test_domains_and_tasks_sa_cannot_handle_are_refused():
     with pytest.raises(ValueError, match="couples its blocks"):
         MLMKLSA().solve(problem)
     for bad, match in [({"eta": 0.0}, "eta"), ({"step": "fast"}, "step"), ({"certify_every": 0}, "certify_every"),
-                       ({"gradient": "exact"}, "gradient")]:
+                       ({"gradient": "exact"}, "gradient"), ({"batch": 0}, "batch"), ({"batch": "all"}, "batch"),
+                       ({"certify_every": float("inf")}, "certify_every")]:
         with pytest.raises(ValueError, match=match):
             MLMKLSA(**bad).solve(problem)
 
