@@ -84,7 +84,7 @@ class BlockCoordinateDescent(OuterSolver):
             # The update depends on q only through mu_m^2 q_m: zero weights (which stay zero) need no form.
             active = np.flatnonzero(it.mu)
             q = np.zeros(len(it.mu))
-            q[active] = evaluate.problem.quad_forms(it.sol.coef, active)
+            q[active] = evaluate.forms(it.sol, active)
         new = reg.closed_form_update(it.mu, q)
         if new is None:
             raise ValueError(f"regularizer {reg.name!r} has no closed-form update; "

@@ -305,6 +305,35 @@ _UNBOUNDED_ERROR = (
 )
 
 
+def _given_gradient(provider: KernelColumns, alpha: np.ndarray, alpha0: np.ndarray, s: np.ndarray,
+                    p: np.ndarray, lo: np.ndarray, up: np.ndarray, D: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The starting gradient ``(G, Gbar)`` from the products a provider already holds (``warm_products``),
+    or ``None`` when it holds none for this start.
+
+    A provider may know ``K v_bound`` and ``K v_free`` for ``v = s * alpha0`` split by the variables at a
+    bound (an outer MKL loop has them from the quadratic forms of the previous solve, for any new weights):
+    then ``G = S K v + D alpha + p`` and ``Gbar = S K v_bound + D alpha_bound`` need no kernel row.  They are
+    used only when they are exactly for this start: the same ``alpha`` (not moved by the projection on the
+    feasible set), the same signs and the same variables at a bound, else the solver reads the rows.
+    """
+    products = getattr(provider, "warm_products", None)
+    if products is None or not np.array_equal(alpha, alpha0):
+        return None
+    given = products()
+    if given is None:
+        return None
+    alpha_p, coef_p, bound_p, Kv_bound, Kv_free = given
+    bound = (alpha <= lo) | (alpha >= up)
+    if not (np.array_equal(alpha_p, alpha) and np.array_equal(coef_p, s * alpha)
+            and np.array_equal(bound_p, bound)):
+        return None
+    ridge = D * alpha
+    Gbar = s * Kv_bound + np.where(bound, ridge, 0.0)
+    G = Gbar + s * Kv_free + np.where(bound, 0.0, ridge) + p
+    return G, Gbar
+
+
 def solve_qp(
     K: np.ndarray | KernelColumns,
     y: np.ndarray | None = None,
@@ -480,7 +509,10 @@ def solve_qp(
     qp = _smo.QP(mode, p=pv, lower=lo, upper=up, c=c, s=s, ridge=D, diag=QD, group=grp)
     options = {"tol": float(tol), "max_iter": int(max_iter), "shrinking": bool(shrinking),
                "warm": alpha0 is not None}
-    out = _smo.solve(kernel, alpha, qp, options, _scratch(active_bytes))
+    initial = None
+    if provider is not None and alpha0 is not None:
+        initial = _given_gradient(provider, alpha, alpha0, s, pv, lo, up, D)
+    out = _smo.solve(kernel, alpha, qp, options, _scratch(active_bytes), initial)
     if out["unbounded"]:
         raise ValueError(_UNBOUNDED_ERROR)
     G = out["G"]
