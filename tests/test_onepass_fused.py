@@ -283,3 +283,29 @@ def test_products_module_needs_a_whole_square_dense_stack():
     assert products.supports_products(DenseStack(K))
     assert not products.supports_products(DenseStack(K).subset(np.arange(10)))
     assert not products.supports_products(DenseStack(K[:, :, :30]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_level_method_aggregate_forms_from_cross_products(monkeypatch, dtype):
+    from multikernel.plugins import solvers
+
+    K, y = _stack_of(dtype=dtype)
+    seen = []
+    aggregate = solvers._CuttingPlanes._aggregate
+
+    def checked(self, mu, lam):
+        out = aggregate(self, mu, lam)
+        if out is not None:
+            # the forms from c_i'K_m c_j equal the forms read from the stack
+            seen.append(out[6] is not None)
+            np.testing.assert_allclose(out[1], self.problem.stack.quad_forms(out[3]), rtol=1e-10, atol=1e-12)
+        return out
+
+    monkeypatch.setattr(solvers._CuttingPlanes, "_aggregate", checked)
+    one = _fit(monkeypatch, True, K, y, "l1mkl")
+    assert seen and all(seen)  # every aggregate came from cross products
+    assert one.dual_gap_ <= 1e-4
+    seen.clear()
+    two = _fit(monkeypatch, False, K, y, "l1mkl")
+    assert seen and not any(seen)  # the two-pass path reads the stack for them
+    assert one.objective_ == pytest.approx(two.objective_, rel=2e-4)
