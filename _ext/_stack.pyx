@@ -11,7 +11,7 @@ stack (a cross-validation fold) then costs no copy of the stack.
 import numpy as np
 
 from cython cimport floating
-from cython.parallel cimport prange, threadid
+from cython.parallel cimport prange
 
 # The dot products are written in C so that ``omp simd`` may vectorize their float reductions (GCC does
 # not reassociate a float sum on its own).  The float32 variant widens each element to double first:
@@ -525,36 +525,45 @@ def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, c
     ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  The kernel is read by pairs of mirrored 128 x 128 tiles, so
     ``K_ij`` and ``K_ji`` meet while both are in cache and every entry is read once.
 
-    With ``combined`` (zeros of shape (T, n, n), T at least :func:`threads_for` ``(M n^2)``) and ``weights``,
-    the same read also adds ``weights[m] * K[m]`` to ``combined[t]``, ``t`` the thread that checks kernel
-    ``m``: ``combined.sum(0)`` is then the combination at these weights, and the stack need not be read
-    again to form it.
+    With ``combined`` (zeros of shape (B, n, n)) and ``weights``, the same read also adds ``weights[m] * K[m]``
+    to ``combined[b]`` for the ``b``-th of ``B`` contiguous groups of kernels (a group per thread, up to
+    ``B`` threads): ``combined.sum(0)`` is then the combination at these weights, and the stack need not be
+    read again to form it.  The groups do not depend on the number of threads, so neither do the sums.
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[1], m
     cdef double tiny
     cdef double *o
     cdef int nt = _threads(M * n * n)
     cdef bint acc = combined is not None
-    if acc and (combined.shape[0] < nt or weights is None or weights.shape[0] != M):
-        raise ValueError(f"combined needs one (n, n) buffer per thread ({nt}) and one weight per kernel")
+    cdef Py_ssize_t B = combined.shape[0] if acc else 0, b
+    if acc and (B < 1 or weights is None or weights.shape[0] != M):
+        raise ValueError("combined needs at least one (n, n) buffer, and weights one weight per kernel")
     if n == 0:
         finite[:] = 1
         maxabs[:] = 0.0
         asym[:] = 0.0
         minor[:, :] = -1
         return
+    if acc:
+        with nogil:
+            for b in prange(B, schedule="static", num_threads=min(nt, B)):
+                o = &combined[b, 0, 0]
+                for m in range(b * M // B, (b + 1) * M // B):
+                    tiny = (1e-8 * scale[m]) * (1e-8 * scale[m])
+                    if floating is float:
+                        mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+                    else:
+                        mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+        return
     with nogil:
         for m in prange(M, schedule="dynamic", num_threads=nt):
             tiny = (1e-8 * scale[m]) * (1e-8 * scale[m])
-            o = &combined[threadid(), 0, 0] if acc else NULL
             if floating is float:
                 mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1], o, weights[m] if acc else 0.0)
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
             else:
                 mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1], o, weights[m] if acc else 0.0)
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
 
-
-def threads_for(Py_ssize_t work):
-    """The threads the loops of this module use for ``work`` multiply-adds (buffers per thread)."""
-    return _threads(work)

@@ -530,8 +530,9 @@ class _CuttingPlanes(Evaluator):
         cross = None
         if bundle.X is not None:
             # q_bar = sum_ij lam_i lam_j c_i'K_m c_j from the kept cross products: no read of the stack
-            cross = np.tensordot(lam, bundle.X, axes=1)  # c_bar'K_m c_j for every cut j
-            q_bar = lam @ cross
+            act = np.flatnonzero(lam)
+            cross = np.einsum("i,ijm->jm", lam[act], bundle.X[act])  # c_bar'K_m c_j for every cut j
+            q_bar = lam[act] @ cross[act]
         else:
             q_bar = problem.quad_forms(coef_bar)
         o_bar, g_bar = float(lam @ bundle.O), lam @ bundle.G

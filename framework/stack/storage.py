@@ -147,6 +147,8 @@ def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float 
 #: Bytes of the per-thread buffers of a combination made during the checks; beyond them (large n, or many
 #: threads) the buffers no longer stay in cache while the tiles stream past, and the fit combines later.
 _FUSED_COMBINATION_BYTES = 64 * 2**20
+#: Groups of kernels combined into separate buffers (one thread each) during the checks.
+_FUSED_COMBINATION_GROUPS = 4
 
 
 def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
@@ -163,15 +165,15 @@ def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
         dpos = np.ascontiguousarray(np.where(diag > 0, diag, 0.0))
     finite, minor = np.zeros(M, dtype=np.intc), np.full((M, 2), -1, dtype=np.int64)
     maxabs, asym = np.zeros(M), np.zeros(M)
-    threads = _stack.threads_for(M * n * n)
     combined = None
-    if weights is not None and stack.flags.c_contiguous and threads * n * n * 8 <= _FUSED_COMBINATION_BYTES:
+    groups = min(_FUSED_COMBINATION_GROUPS, M)  # fixed, not the thread count: the same sums on any machine
+    if weights is not None and stack.flags.c_contiguous and groups * n * n * 8 <= _FUSED_COMBINATION_BYTES:
         weights = np.ascontiguousarray(weights, dtype=np.float64)
-        combined = np.zeros((threads, n, n))
+        combined = np.zeros((groups, n, n))
     if stack.flags.c_contiguous:
         _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym, combined, weights)
         if combined is not None:
-            combined = combined[0] if threads == 1 else combined.sum(axis=0)
+            combined = combined.sum(axis=0)
     else:
         for m in range(M):
             _stack.check_square_stack(np.ascontiguousarray(stack[m])[None], dpos[m:m + 1], scale[m:m + 1],
