@@ -20,6 +20,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
+from multikernel._threads import blas_for
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
@@ -517,7 +518,10 @@ class _CuttingPlanes(Evaluator):
             return None  # a cut without cross products: the aggregate forms come from the stack
         if (len(bundle.L) + 2 + _CROSS_ROOM) ** 2 * U.shape[0] * 8 > self.cross_bytes:  # the buffer's room
             return None
-        return (bundle.coefs @ U.T) if len(bundle.L) else np.zeros((0, U.shape[0]))
+        if not len(bundle.L):
+            return np.zeros((0, U.shape[0]))
+        with blas_for(2.0 * bundle.coefs.size * U.shape[0]):  # BLAS threads stall on a busy machine
+            return bundle.coefs @ U.T
 
     def _aggregate(self, mu: np.ndarray, lam: np.ndarray
                    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None:

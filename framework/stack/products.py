@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from multikernel._ext import _stack
+from multikernel._threads import blas_for
 from multikernel.core.interfaces import KernelColumns
 from multikernel.stack.storage import DenseStack, KernelStack, _weights
 
@@ -66,7 +67,9 @@ class StackProducts:
 
     def forms(self) -> np.ndarray:
         """``q[t] = v'K_m v`` for ``m = kernels[t]``."""
-        return self.u_bound @ self.coef + self.u_free @ self.coef
+        # matrix-vector products are memory-bound: BLAS threads only contend (and stall on a busy machine)
+        with blas_for(4.0 * self.u_bound.size):
+            return self.u_bound @ self.coef + self.u_free @ self.coef
 
     def combined(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(K(mu) v_bound, K(mu) v_free)`` for the weights ``mu``; ``None`` when a kernel with a non-zero
@@ -74,7 +77,8 @@ class StackProducts:
         if not self.covered[np.flatnonzero(weights)].all():
             return None
         w = weights[self.kernels]
-        return w @ self.u_bound, w @ self.u_free
+        with blas_for(4.0 * self.u_bound.size):
+            return w @ self.u_bound, w @ self.u_free
 
 
 class CombinedColumns(KernelColumns):
