@@ -299,6 +299,7 @@ class Evaluator:
             return self.combined(mu)
         if self._diag is None:
             self._diag = self.problem.stack.diag()
+        self.combined.release()  # its memory goes to the columns' cache instead
         return CombinedColumns(self.problem.stack, mu, self._diag, products)
 
     def forms(self, sol: InnerSolution, kernels: np.ndarray | None = None) -> np.ndarray:

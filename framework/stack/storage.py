@@ -162,18 +162,23 @@ def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
     diag = np.array(np.diagonal(stack, axis1=1, axis2=2), dtype=np.float64)
     with np.errstate(invalid="ignore"):
         scale = np.where(np.isfinite(diag), np.abs(diag), 0.0).max(axis=1, initial=0.0)
-        dpos = np.ascontiguousarray(np.where(diag > 0, diag, 0.0))
+        dpos = np.ascontiguousarray(np.sqrt(np.where(diag > 0, diag, 0.0)))  # square roots: see check_square_stack
     finite, minor = np.zeros(M, dtype=np.intc), np.full((M, 2), -1, dtype=np.int64)
     maxabs, asym = np.zeros(M), np.zeros(M)
     combined = None
-    groups = min(_FUSED_COMBINATION_GROUPS, M)  # fixed, not the thread count: the same sums on any machine
-    if weights is not None and stack.flags.c_contiguous and groups * n * n * 8 <= _FUSED_COMBINATION_BYTES:
+    # fixed by M, not by the thread count: the same sums on any machine
+    groups = max(1, min(_FUSED_COMBINATION_GROUPS, M // 8))
+    # the buffers stay small beside the stack (a few kernels' worth of memory is not worth a pass)
+    affordable = groups * n * n * 8 <= min(_FUSED_COMBINATION_BYTES, stack.nbytes // 4)
+    if weights is not None and stack.flags.c_contiguous and affordable:
         weights = np.ascontiguousarray(weights, dtype=np.float64)
         combined = np.zeros((groups, n, n))
     if stack.flags.c_contiguous:
         _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym, combined, weights)
         if combined is not None:
-            combined = combined.sum(axis=0)
+            for g in range(1, len(combined)):  # in place, and no copy at all for one group
+                combined[0] += combined[g]
+            combined = combined[0] if len(combined) == 1 else combined[0].copy()
     else:
         for m in range(M):
             _stack.check_square_stack(np.ascontiguousarray(stack[m])[None], dpos[m:m + 1], scale[m:m + 1],
