@@ -1244,10 +1244,20 @@ cdef int _solve(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcep
     return 0
 
 
-cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C) noexcept nogil:
-    cdef int rc
+cdef void _given_gradient(Problem* P) noexcept nogil:
+    """The statuses of a start whose F and Fbar the caller gave (see ``solve``'s ``initial``)."""
+    cdef Py_ssize_t k
+    for k in range(P.n):
+        P.st[k] = _status(P.alpha[k], P.lo[k], P.up[k], P.c[k])
+
+
+cdef int _run(Problem* P, ACache* AC, const floating* Kb, RowCache* C, bint given) noexcept nogil:
+    cdef int rc = 0
     _unshrink_list(P)    # the active list is read from the start (the row cache's speculative blocks)
-    rc = _init_gradient(P, Kb, C)
+    if given:
+        _given_gradient(P)
+    else:
+        rc = _init_gradient(P, Kb, C)
     if rc < 0:
         return rc
     _ac_reset(AC, P.n, P.n)
@@ -1354,7 +1364,8 @@ cdef class QP:
         self.grp = group
 
 
-def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] active_cache):
+def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] active_cache,
+          initial=None):
     """Run the solver in place on ``alpha`` (already feasible) for the problem ``qp``.
 
     ``kernel`` is a C-contiguous float32/float64 square matrix, or a ``_Provider`` that serves its rows.
@@ -1364,6 +1375,10 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
     ``active_cache`` is the (reusable) byte buffer of the cache of active-set rows used once shrinking has
     started; its size bounds that cache.  Returns a dict with the full gradient ``G``, ``n_iter``,
     ``hit_max_iter``, ``neg_curv``, ``unbounded``, ``stalled`` and diagnostics.
+
+    ``initial``, when given, is ``(G, Gbar)``: the gradient ``Q alpha + p`` at the start and its part
+    ``sum over the variables at a bound of alpha_j Q[:, j]`` (ridge included), computed by the caller (from
+    products it already has: an outer MKL loop's ``K(mu) v``), so that no kernel row is read to start.
     """
     cdef Py_ssize_t n = alpha.shape[0], k
     cdef Problem P
@@ -1419,13 +1434,17 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
         P.w[k] = qp.c[k] * qp.s[k]
         if P.w[k] != 1.0:
             P.unit_w = False
+    cdef bint given = initial is not None
+    if given:
+        work[0] = -np.asarray(qp.c) * np.asarray(initial[0], dtype=np.float64)
+        work[1] = -np.asarray(qp.c) * np.asarray(initial[1], dtype=np.float64)
     if provider is not None:
         C = &provider.cache
         C.act = P.act
         C.n_act = &P.A
         C.cursor = 0
         with nogil:
-            rc = _run[double](&P, &AC, <const double*> NULL, C)
+            rc = _run[double](&P, &AC, <const double*> NULL, C, given)
         C.act = NULL
         if rc < 0:
             if provider.exc is not None:
@@ -1434,11 +1453,11 @@ def solve(kernel, double[::1] alpha, QP qp, Options options, unsigned char[::1] 
     elif kernel.dtype == np.float32:
         K32 = kernel
         with nogil:
-            rc = _run[float](&P, &AC, &K32[0, 0], C)
+            rc = _run[float](&P, &AC, &K32[0, 0], C, given)
     else:
         K64 = kernel
         with nogil:
-            rc = _run[double](&P, &AC, &K64[0, 0], C)
+            rc = _run[double](&P, &AC, &K64[0, 0], C, given)
     if rc < 0:
         raise MemoryError("the SMO solver could not allocate its O(n) work arrays")
     if P.interrupted:

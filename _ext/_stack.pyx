@@ -233,6 +233,77 @@ def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
                     out[i, j] = out[j, i]
 
 
+def combine_rows(const floating[:, :, ::1] K, const double[::1] weights, const Py_ssize_t[::1] active,
+                 const Py_ssize_t[::1] idx, double[:, ::1] out):
+    """out[r] = sum_{m in active} weights[m] * K[m, idx[r]]: whole rows of the combined kernel (its columns,
+    for symmetric kernels), without forming the rest of it.
+
+    The same kernel order and grouping as :func:`combine_dense`, so a row equals the combined kernel's row
+    to the last bit.  Rows in parallel, four kernels per pass over each output row.
+    """
+    cdef Py_ssize_t n_idx = idx.shape[0], n_cols = K.shape[2], n_active = active.shape[0]
+    cdef Py_ssize_t r, i, a, j
+    cdef int count, nt = _threads(n_idx * n_cols * max(n_active, 1))
+    cdef Py_ssize_t m0, m1, m2, m3
+    if n_idx == 0 or n_cols == 0:
+        return
+    with nogil:
+        for r in prange(n_idx, schedule="dynamic", chunksize=4, num_threads=nt):
+            i = idx[r]
+            if n_active == 0:
+                for j in range(n_cols):
+                    out[r, j] = 0.0
+                continue
+            for a in range(0, n_active, 4):
+                count = <int> min(4, n_active - a)
+                m0 = active[a]
+                m1 = active[a + 1] if count > 1 else m0
+                m2 = active[a + 2] if count > 2 else m0
+                m3 = active[a + 3] if count > 3 else m0
+                if floating is float:
+                    mk_axpy4_f32(&out[r, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
+                                 weights[m0], weights[m1], weights[m2], weights[m3], count, a == 0, n_cols)
+                else:
+                    mk_axpy4_f64(&out[r, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
+                                 weights[m0], weights[m1], weights[m2], weights[m3], count, a == 0, n_cols)
+
+
+def products_dense(const floating[:, :, ::1] K, const double[::1] v, const Py_ssize_t[::1] rows,
+                   const Py_ssize_t[::1] kernels, double[:, ::1] out):
+    """out[t] = sum_{j in rows} v[j] * K[m, j] for m = kernels[t]: the products ``K_m v`` of a symmetric
+    stack for a ``v`` that is zero off ``rows``, reading only those rows (whole, contiguous).
+
+    From them the quadratic forms are ``v'K_m v = v'out[t]`` and, for any weights, the combined kernel's
+    product ``K(mu) v = sum_t mu_m out[t]`` without reading the stack again.  Kernels in parallel; four rows
+    per pass over each output vector, which stays in cache.
+    """
+    cdef Py_ssize_t T = kernels.shape[0], n = K.shape[2], s = rows.shape[0]
+    cdef Py_ssize_t t, a, j, m
+    cdef int count, nt = _threads(T * s * n)
+    cdef Py_ssize_t j0, j1, j2, j3
+    if n == 0:
+        return
+    with nogil:
+        for t in prange(T, schedule="dynamic", num_threads=nt):
+            m = kernels[t]
+            if s == 0:
+                for j in range(n):
+                    out[t, j] = 0.0
+                continue
+            for a in range(0, s, 4):
+                count = <int> min(4, s - a)
+                j0 = rows[a]
+                j1 = rows[a + 1] if count > 1 else j0
+                j2 = rows[a + 2] if count > 2 else j0
+                j3 = rows[a + 3] if count > 3 else j0
+                if floating is float:
+                    mk_axpy4_f32(&out[t, 0], &K[m, j0, 0], &K[m, j1, 0], &K[m, j2, 0], &K[m, j3, 0],
+                                 v[j0], v[j1], v[j2], v[j3], count, a == 0, n)
+                else:
+                    mk_axpy4_f64(&out[t, 0], &K[m, j0, 0], &K[m, j1, 0], &K[m, j2, 0], &K[m, j3, 0],
+                                 v[j0], v[j1], v[j2], v[j3], count, a == 0, n)
+
+
 def combine_gather(const floating[:, :, ::1] K, const double[::1] weights, const Py_ssize_t[::1] active,
                    const Py_ssize_t[::1] rows, const Py_ssize_t[::1] cols, double[:, ::1] out,
                    bint accumulate=False):
@@ -374,43 +445,53 @@ def axpy(double[:, ::1] out, const double[:, ::1] K, double w):
 cdef extern from *:
     """
     #include <math.h>
-    #define MK_CHECK(NAME, T)                                                                   \
-    static inline void NAME##_rows(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0,   \
-                            Py_ssize_t c1, const double *dpos, double tiny, double *mx, double *z,   \
-                            long long *mi, long long *mj) {                                      \
-        for (Py_ssize_t i = r0; i < r1; ++i) {                                                  \
-            const T *r = K + i * n;                                                             \
-            double di = dpos[i] * (1.0 + 1e-6), m = 0.0, zz = 0.0, ex = -1.0;                   \
+    /* One row segment's checks; ACC is what else the loop does with each entry (nothing, or adding it
+       to the combination) so that both variants stay vectorized. */
+    #define MK_CHECK_LOOP(ACC)                                                                  \
             _Pragma("omp simd reduction(max:m,ex) reduction(+:zz)")                             \
             for (Py_ssize_t j = c0; j < c1; ++j) {                                              \
                 double a = (double)r[j];                                                        \
                 double aa = a < 0 ? -a : a;                                                     \
-                double e = a * a - di * dpos[j] - tiny;                                         \
+                double e = aa - di * dpos[j] - tiny;                                            \
                 zz += a * 0.0;                                                                  \
                 m = aa > m ? aa : m;                                                            \
                 ex = e > ex ? e : ex;                                                           \
+                ACC                                                                             \
+            }
+    #define MK_CHECK(NAME, T)                                                                   \
+    static inline void NAME##_rows(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0,   \
+                            Py_ssize_t c1, const double *dpos, double tiny, double *mx, double *z,   \
+                            long long *mi, long long *mj, double *o, double w) {                \
+        for (Py_ssize_t i = r0; i < r1; ++i) {                                                  \
+            const T *r = K + i * n;                                                             \
+            double di = dpos[i] * (1.0 + 5e-7), m = 0.0, zz = 0.0, ex = -1.0;                   \
+            if (o != NULL) {                                                                    \
+                double *restrict orow = o + i * n;                                              \
+                MK_CHECK_LOOP(orow[j] += w * a;)                                                \
+            } else {                                                                            \
+                MK_CHECK_LOOP()                                                                 \
             }                                                                                   \
             *z += zz;                                                                           \
             if (m > *mx) *mx = m;                                                               \
             if (ex > 0.0 && *mi < 0) {                                                          \
                 for (Py_ssize_t j = c0; j < c1; ++j) {                                          \
-                    double a = (double)r[j];                                                    \
-                    if (a * a - di * dpos[j] - tiny > 0.0) { *mi = i; *mj = j; break; }         \
+                    double a = (double)r[j], aa = a < 0 ? -a : a;                               \
+                    if (aa - di * dpos[j] - tiny > 0.0) { *mi = i; *mj = j; break; }            \
                 }                                                                               \
             }                                                                                   \
         }                                                                                       \
     }                                                                                           \
     MK_DISPATCH static void NAME(const T *K, Py_ssize_t n, const double *dpos, double tiny,     \
                                  double *maxabs, double *asym, int *finite, long long *mi,      \
-                                 long long *mj) {                                               \
+                                 long long *mj, double *o, double w) {                          \
         double mx = 0.0, asy = 0.0, z = 0.0;                                                    \
         *mi = -1; *mj = -1;                                                                     \
         for (Py_ssize_t bi = 0; bi < n; bi += 128) {                                            \
             Py_ssize_t i1 = bi + 128 < n ? bi + 128 : n;                                        \
             for (Py_ssize_t bj = bi; bj < n; bj += 128) {                                       \
                 Py_ssize_t j1 = bj + 128 < n ? bj + 128 : n;                                    \
-                NAME##_rows(K, n, bi, i1, bj, j1, dpos, tiny, &mx, &z, mi, mj);                 \
-                if (bj != bi) NAME##_rows(K, n, bj, j1, bi, i1, dpos, tiny, &mx, &z, mi, mj);   \
+                NAME##_rows(K, n, bi, i1, bj, j1, dpos, tiny, &mx, &z, mi, mj, o, w);           \
+                if (bj != bi) NAME##_rows(K, n, bj, j1, bi, i1, dpos, tiny, &mx, &z, mi, mj, o, w); \
                 for (Py_ssize_t i = bi; i < i1; ++i) {                                          \
                     const T *r = K + i * n;                                                     \
                     for (Py_ssize_t j = (bj == bi ? i + 1 : bj); j < j1; ++j) {                  \
@@ -427,36 +508,65 @@ cdef extern from *:
     MK_CHECK(mk_check_f64, double)
     """
     void mk_check_f32(const float *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
-                      double *asym, int *finite, long long *mi, long long *mj) nogil
+                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w) nogil
     void mk_check_f64(const double *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
-                      double *asym, int *finite, long long *mi, long long *mj) nogil
+                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w) nogil
 
 
 def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, const double[::1] scale,
-                       int[::1] finite, long long[:, ::1] minor, double[::1] maxabs, double[::1] asym):
+                       int[::1] finite, long long[:, ::1] minor, double[::1] maxabs, double[::1] asym,
+                       double[:, :, ::1] combined=None, const double[::1] weights=None):
     """One read of a C-contiguous stack of square kernels for every check of precomputed training kernels.
 
     Per kernel ``m`` (in parallel): ``finite[m]`` whether every entry is finite, ``maxabs[m]`` the largest
     absolute entry, ``asym[m]`` the largest ``|K_ij - K_ji|`` (0 for an exactly symmetric kernel) and
-    ``minor[m]`` a pair ``(i, j)`` with ``K_ij^2 > dpos_i dpos_j (1 + 1e-6) + (1e-8 scale_m)^2`` (-1 when
-    none), where ``dpos`` holds the diagonals clipped at 0: every positive semi-definite matrix satisfies
-    ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  The kernel is read by pairs of mirrored 128 x 128 tiles, so
+    ``minor[m]`` a pair ``(i, j)`` with ``|K_ij| > sqrt(K_ii K_jj (1 + 1e-6)) + 1e-8 scale_m`` (-1 when
+    none), where ``dpos`` holds the square roots of the diagonals clipped at 0: every positive
+    semi-definite matrix satisfies ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  (Comparing ``|K_ij|`` with
+    a product of square roots, not ``K_ij^2`` with ``K_ii K_jj``: the squares of the tiny entries of a
+    narrow Gaussian kernel underflow to subnormal numbers, whose arithmetic made the check 30-50 times
+    slower than a read of the stack.)  The kernel is read by pairs of mirrored 128 x 128 tiles, so
     ``K_ij`` and ``K_ji`` meet while both are in cache and every entry is read once.
+
+    With ``combined`` (zeros of shape (B, n, n)) and ``weights``, the same read also adds ``weights[m] * K[m]``
+    to ``combined[b]`` for the ``b``-th of ``B`` contiguous groups of kernels (a group per thread, up to
+    ``B`` threads): ``combined.sum(0)`` is then the combination at these weights, and the stack need not be
+    read again to form it.  The groups do not depend on the number of threads, so neither do the sums.
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[1], m
     cdef double tiny
+    cdef double *o
+    cdef int nt = _threads(M * n * n)
+    cdef bint acc = combined is not None
+    cdef Py_ssize_t B = combined.shape[0] if acc else 0, b
+    if acc and (B < 1 or weights is None or weights.shape[0] != M):
+        raise ValueError("combined needs at least one (n, n) buffer, and weights one weight per kernel")
     if n == 0:
         finite[:] = 1
         maxabs[:] = 0.0
         asym[:] = 0.0
         minor[:, :] = -1
         return
+    if acc:
+        with nogil:
+            for b in prange(B, schedule="static", num_threads=min(nt, B)):
+                o = &combined[b, 0, 0]
+                for m in range(b * M // B, (b + 1) * M // B):
+                    tiny = 1e-8 * scale[m]
+                    if floating is float:
+                        mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+                    else:
+                        mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
+                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+        return
     with nogil:
-        for m in prange(M, schedule="dynamic", num_threads=_threads(M * n * n)):
-            tiny = (1e-8 * scale[m]) * (1e-8 * scale[m])
+        for m in prange(M, schedule="dynamic", num_threads=nt):
+            tiny = 1e-8 * scale[m]
             if floating is float:
                 mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1])
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
             else:
                 mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1])
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
+

@@ -6,7 +6,9 @@ precomputed kernels.  Reported per method:
 * ``validate``: the time to turn the user's array into a training stack (the checks of precomputed kernels);
 * ``per iter``: (fit time - validate) / outer iterations, and that as a ratio to one pass (``x pass``);
 * ``combine`` / ``quad``: stack operations per outer iteration (counted by wrapping the stack), so a ratio
-  far above 1 can be told apart from a slow SMO.
+  far above 1 can be told apart from a slow SMO; on the one-pass path (``multikernel.stack.products``)
+  ``quad`` counts the products passes (``K_m v``, which give the quadratic forms), and ``cols`` the columns
+  of the combined kernel the SMO computed from the stack, in whole combinations (columns / n) per iteration.
 
 The floor is ``np.sum`` over the whole stack in float64 accumulation (median of 5), which reads every byte
 once.  Run from the repository root (needs ``../shared/data``)::
@@ -54,16 +56,36 @@ def floor(data: np.ndarray, repeats: int = 5) -> float:
     return float(np.median(times))
 
 
+try:  # the one-pass path; absent from the commits before it (the "before" of a comparison)
+    from multikernel.stack import products
+except ImportError:
+    products = None
+
+
 class Counts:
     """Counts the stack operations of a fit by wrapping DenseStack's methods (the library is unchanged)."""
 
     def __init__(self) -> None:
-        self.combine = self.quad = 0
+        self.combine = self.quad = self.columns = 0
         self._orig = (storage.DenseStack.combine, storage.DenseStack.quad_forms)
+        if products is not None:
+            self._orig_products = (products.StackProducts.__init__, products.CombinedColumns.columns)
 
     def __enter__(self) -> Counts:
         combine, quad = self._orig
         counts = self
+        if products is not None:
+            init, columns = self._orig_products
+
+            def counted_init(obj, *a, **k):
+                counts.quad += 1
+                return init(obj, *a, **k)
+
+            def counted_columns(obj, idx, out):
+                counts.columns += len(idx)
+                return columns(obj, idx, out)
+
+            products.StackProducts.__init__, products.CombinedColumns.columns = counted_init, counted_columns
 
         def counted_combine(stack, *a, **k):
             counts.combine += 1
@@ -78,6 +100,8 @@ class Counts:
 
     def __exit__(self, *exc) -> None:
         storage.DenseStack.combine, storage.DenseStack.quad_forms = self._orig
+        if products is not None:
+            products.StackProducts.__init__, products.CombinedColumns.columns = self._orig_products
 
 
 def main() -> None:
@@ -99,7 +123,7 @@ def main() -> None:
           f"one pass (np.sum) = {one_pass * 1e3:.1f} ms; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs")
     print(f"{'method':10s} {'fit s':>8s} {'validate':>9s} {'iters':>6s} {'per iter':>9s} {'x pass':>7s} "
-          f"{'combine':>8s} {'quad':>6s} {'gap':>9s}")
+          f"{'combine':>8s} {'quad':>6s} {'cols':>6s} {'gap':>9s}")
     for method in args.methods.split(","):
         rows = []
         for _ in range(args.repeats):
@@ -114,11 +138,12 @@ def main() -> None:
                     clf.fit(K, y)
                     t_fit = time.perf_counter() - t
             n_iter = int(np.max(clf.n_iter_))
-            rows.append((t_fit, t_validate, n_iter, c.combine, c.quad, float(np.max(clf.dual_gap_))))
-        t_fit, t_val, n_iter, n_comb, n_quad, gap = min(rows)
+            rows.append((t_fit, t_validate, n_iter, c.combine, c.quad, c.columns / len(y),
+                         float(np.max(clf.dual_gap_))))
+        t_fit, t_val, n_iter, n_comb, n_quad, n_cols, gap = min(rows)
         per = (t_fit - t_val) / max(n_iter, 1)
         print(f"{method:10s} {t_fit:8.3f} {t_val:9.3f} {n_iter:6d} {per * 1e3:7.1f}ms {per / one_pass:7.2f} "
-              f"{n_comb / n_iter:8.2f} {n_quad / n_iter:6.2f} {gap:9.2e}")
+              f"{n_comb / n_iter:8.2f} {n_quad / n_iter:6.2f} {n_cols / n_iter:6.2f} {gap:9.2e}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from threadpoolctl import ThreadpoolController
 
+from multikernel._threads import blas_for
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
@@ -84,7 +85,7 @@ class BlockCoordinateDescent(OuterSolver):
             # The update depends on q only through mu_m^2 q_m: zero weights (which stay zero) need no form.
             active = np.flatnonzero(it.mu)
             q = np.zeros(len(it.mu))
-            q[active] = evaluate.problem.quad_forms(it.sol.coef, active)
+            q[active] = evaluate.forms(it.sol, active)
         new = reg.closed_form_update(it.mu, q)
         if new is None:
             raise ValueError(f"regularizer {reg.name!r} has no closed-form update; "
@@ -485,6 +486,10 @@ class _CuttingPlanes(Evaluator):
         self.blas = ThreadpoolController()
         self.model: tuple[float, np.ndarray, np.ndarray] | None = None
         self._pending: tuple | None = None
+        # the cuts' cross products c_i'K_m c_j (O(M k^2)) kept within half of the stack's own size (at
+        # least 16 MB: small stacks are cheap to read, but so are their cross products); beyond it the
+        # aggregate forms are read from the stack again
+        self.cross_bytes = max(problem.stack.nbytes // 2, 16 * 2**20)
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
         if not with_q:  # only on a single-point domain, where the loop takes no step and needs no cut
@@ -495,10 +500,28 @@ class _CuttingPlanes(Evaluator):
             self.bundle.add(*self._pending)
         # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
         o, g = _penalty_tangent(p.regularizer, mu)
-        self.bundle.add(p.linear_term(it.sol.alpha), it.q, it.sol.alpha, it.sol.coef, o, g)
+        self.bundle.add(p.linear_term(it.sol.alpha), it.q, it.sol.alpha, it.sol.coef, o, g,
+                        cross=self._cross(it))
         self.model = self.bundle.model_minimum(self.cap)
         self._pending = None if self.model is None else self._aggregate(mu, self.model[1])
         return it
+
+    def _cross(self, it: Iterate) -> np.ndarray | None:
+        """``c_i'K_m c`` for the bundle's cuts ``i`` and this iterate's ``c``, from the products ``K_m c`` the
+        one-pass path computed for its forms (``None`` off that path, or beyond the memory budget)."""
+        products = self._products
+        if products is None or products.alpha is not it.sol.alpha or not products.covered.all():
+            return None
+        U = products.u_bound + products.u_free
+        bundle = self.bundle
+        if bundle.X is None and len(bundle.L):
+            return None  # a cut without cross products: the aggregate forms come from the stack
+        if (len(bundle.L) + 2 + _CROSS_ROOM) ** 2 * U.shape[0] * 8 > self.cross_bytes:  # the buffer's room
+            return None
+        if not len(bundle.L):
+            return np.zeros((0, U.shape[0]))
+        with blas_for(2.0 * bundle.coefs.size * U.shape[0]):  # BLAS threads stall on a busy machine
+            return bundle.coefs @ U.T
 
     def _aggregate(self, mu: np.ndarray, lam: np.ndarray
                    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray, float, np.ndarray] | None:
@@ -508,13 +531,20 @@ class _CuttingPlanes(Evaluator):
         problem, bundle = self.problem, self.bundle
         # tensordot: alpha is (n,) for one problem, (T, n) for tasks sharing the weights
         alpha_bar, coef_bar = np.tensordot(lam, bundle.alphas, axes=1), np.tensordot(lam, bundle.coefs, axes=1)
-        q_bar = problem.quad_forms(coef_bar)
+        cross = None
+        if bundle.X is not None:
+            # q_bar = sum_ij lam_i lam_j c_i'K_m c_j from the kept cross products: no read of the stack
+            act = np.flatnonzero(lam)
+            cross = np.einsum("i,ijm->jm", lam[act], bundle.X[act])  # c_bar'K_m c_j for every cut j
+            q_bar = lam[act] @ cross[act]
+        else:
+            q_bar = problem.quad_forms(coef_bar)
         o_bar, g_bar = float(lam @ bundle.O), lam @ bundle.G
         # No classifier goes with alpha_bar: an infinite primal value makes it a pure lower-bound offer.
         aggregate = InnerSolution(alpha=alpha_bar, coef=coef_bar, bias=0.0, dual_objective=-math.inf,
                                   primal_objective=math.inf)
         self.loop.offer(mu, aggregate, q_bar)
-        return problem.linear_term(alpha_bar), q_bar, alpha_bar, coef_bar, o_bar, g_bar
+        return problem.linear_term(alpha_bar), q_bar, alpha_bar, coef_bar, o_bar, g_bar, cross
 
 
 def _penalty_tangent(reg: Regularizer, mu: np.ndarray) -> tuple[float, np.ndarray]:
@@ -543,6 +573,10 @@ def _polyhedral_cap(reg: Regularizer, n_kernels: int, solver: str = "the level m
                      f"{reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
 
 
+#: Cuts added to the cross-product buffer of :class:`_Bundle` between two reallocations.
+_CROSS_ROOM = 16
+
+
 class _Bundle:
     """The cuts ``h_j(mu) = L_j - 1/2 q_j'mu`` of ``J`` with the ``alpha``/``coef`` that made them.
 
@@ -562,14 +596,33 @@ class _Bundle:
         self.active = np.zeros(0, dtype=bool)
         self.nu = np.zeros(0)
         self._count = 0
+        #: ``X[i, j, m] = c_i'K_m c_j`` for every pair of cuts, while every cut came with its cross products
+        self.X: np.ndarray | None = None
+        self._xbuf: np.ndarray | None = None
 
     def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray, o: float = 0.0,
-            g: np.ndarray | None = None) -> None:
+            g: np.ndarray | None = None, cross: np.ndarray | None = None) -> None:
         """Add the cut ``L - q'mu/2`` of ``J`` from ``alpha`` plus the penalty tangent ``o + g'mu``.
 
         The bundle keeps the cut of ``F``, ``(L + o) - (q - 2 g)'mu / 2``, in ``L`` and ``Q``; ``O`` and ``G``
-        keep the tangents, which the aggregate cut needs (zero for the penalty-free domains).
+        keep the tangents, which the aggregate cut needs (zero for the penalty-free domains).  ``cross``
+        (shape (k, M): ``c_i'K_m coef`` for the k cuts already kept) extends the cross products :attr:`X`;
+        a cut without it ends them.
         """
+        k = len(self.L)
+        if cross is not None and (self.X is not None or k == 0):
+            if self._xbuf is None or self._xbuf.shape[0] <= k:
+                # room for more cuts: the products are copied once per _CROSS_ROOM cuts, not at every cut
+                buf = np.empty((k + 1 + _CROSS_ROOM,) * 2 + (len(q),))
+                if k:
+                    buf[:k, :k] = self.X
+                self._xbuf = buf
+            X = self._xbuf[:k + 1, :k + 1]
+            X[:k, k] = X[k, :k] = cross
+            X[k, k] = q
+            self.X = X
+        else:
+            self.X = self._xbuf = None
         g = np.zeros(len(q)) if g is None else np.asarray(g, dtype=np.float64)
         fq = q - 2.0 * g
         if self.Q is None:
@@ -599,6 +652,10 @@ class _Bundle:
         self.L, self.Q, self.alphas, self.coefs = self.L[keep], self.Q[keep], self.alphas[keep], self.coefs[keep]
         self.O, self.G = self.O[keep], self.G[keep]
         self.age, self.active, self.nu = self.age[keep], self.active[keep], self.nu[keep]
+        if self.X is not None:
+            kept = int(keep.sum())
+            self._xbuf[:kept, :kept] = self.X[keep][:, keep]
+            self.X = self._xbuf[:kept, :kept]
 
     def model_minimum(self, cap: float) -> tuple[float, np.ndarray, np.ndarray] | None:
         """``min_{mu in D} max_j h_j(mu)`` by HiGHS: its value, the cuts' multipliers and the minimiser.

@@ -66,8 +66,10 @@ def test_no_float64_copy_of_a_float32_stack(monkeypatch):
     finally:
         tracemalloc.stop()
     assert seen and all(dt == np.float32 for dt in seen)
-    # a float64 copy would allocate twice the stack's bytes; what a fit allocates is O(n^2 + M n)
-    assert peak < 0.5 * K.nbytes, (peak, K.nbytes)
+    # a float64 copy would allocate twice the stack's bytes (a float32 copy once); what a fit allocates is
+    # O(n^2 + M n): here (M = 8) about 2.5 n^2 doubles on the one-pass path (the combined kernel of the
+    # first solve, then the SMO's cache of its columns, and prediction's cross kernel)
+    assert peak < 0.75 * K.nbytes, (peak, K.nbytes)
 
 
 def test_rounding_that_makes_a_kernel_indefinite_keeps_the_certificate():

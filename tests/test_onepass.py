@@ -34,7 +34,8 @@ def test_fused_check_reports_what_numpy_computes(dtype):
     K = K.copy()
     K[2] += 1e-3 * rng.random(K[2].shape).astype(dtype)  # asymmetric
     K[1, 5, 9] = K[1, 9, 5] = 1.1 * np.sqrt(K[1, 5, 5] * K[1, 9, 9])  # violates Cauchy-Schwarz
-    finite, minor, maxabs, asym, scale = storage._fused_checks(K)
+    finite, minor, maxabs, asym, scale, combined = storage._fused_checks(K)
+    assert combined is None  # no weights asked for
     K64 = K.astype(np.float64)
     assert finite.all()
     np.testing.assert_allclose(maxabs, np.abs(K64).max(axis=(1, 2)))

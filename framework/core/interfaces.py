@@ -149,6 +149,10 @@ class InnerSolution:
         an upper bound of the inner optimum.  ``primal - dual`` certifies the inner solve.
     n_iter : int
         Iterations of the inner solver.
+    at_bound : ndarray of bool, shape (n,), optional
+        Which entries of ``alpha`` sit at a bound of the inner problem (``None`` if unknown).  A warm start
+        from this solution may then take its starting gradient from products the outer loop already has
+        (:mod:`multikernel.stack.products`).
     """
 
     alpha: np.ndarray
@@ -157,6 +161,7 @@ class InnerSolution:
     dual_objective: float
     primal_objective: float
     n_iter: int = 0
+    at_bound: np.ndarray | None = None
 
 
 class SampleLoss(Component, abc.ABC):

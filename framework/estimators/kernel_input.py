@@ -10,6 +10,7 @@ or a :class:`~multikernel.stack.KernelStack`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,15 +52,20 @@ class KernelInputMixin:
                                 f"instances; got an element of type {type(b).__name__}")
         return [clone(b) for b in builders]
 
-    def _fit_stack(self, X: Any, y: Any = None) -> tuple[KernelStack, Any]:
+    def _fit_stack(self, X: Any, y: Any = None, first_weights: Callable[[int], np.ndarray] | None = None
+                   ) -> tuple[KernelStack, Any]:
         """The training stack and ``y`` (validated with ``X`` when given); sets ``kernel_set_``, ``kernel_names_``,
-        ``n_features_in_``."""
+        ``n_features_in_``.
+
+        ``first_weights(M)`` gives the weights of the fit's first combination (the regularizer's initial
+        weights): precomputed kernels are then combined at them in the read that checks them.
+        """
         if self.standardize and self._precomputed:
             raise ValueError("standardize=True needs features; it cannot apply to precomputed kernels")
         if self._precomputed:
             if y is not None:
                 y = check_array(y, ensure_2d=False, dtype=None, input_name="y")
-            stack = self._training_stack(X)
+            stack = self._training_stack(X, first_weights)
             self.kernel_set_ = None
             self.kernel_names_ = [f"K{m}" for m in range(stack.n_kernels)]
             return stack, y
@@ -78,7 +84,7 @@ class KernelInputMixin:
     # messages); n_features_in_ is the number of training samples, as for SVC(kernel="precomputed").
     _ARRAY_CHECKS = {"allow_nd": True, "dtype": (np.float64, np.float32), "accept_sparse": False}
 
-    def _training_stack(self, X: Any) -> KernelStack:
+    def _training_stack(self, X: Any, first_weights: Callable[[int], np.ndarray] | None = None) -> KernelStack:
         if isinstance(X, KernelStack):
             self.precomputed_layout_ = "stack"
             stack = X
@@ -95,18 +101,28 @@ class KernelInputMixin:
                 raise ValueError(f"with kernels='precomputed', X must be the training kernels of shape "
                                  f"(n_samples, n_samples, n_kernels), (n_kernels, n_samples, n_samples) or "
                                  f"(n_samples, n_samples); got shape {arr.shape}")
-            stack = self._as_stack(arr, training=True)
+            stack = self._as_stack(arr, training=True, first_weights=first_weights)
         if stack.n_rows != stack.n_cols:
             raise ValueError(f"the training kernels must be square; got {stack.n_rows} x {stack.n_cols}")
         self.n_train_ = stack.n_rows
         return stack
 
-    def _as_stack(self, arr: np.ndarray, training: bool = False) -> DenseStack:
-        # NaN/inf were refused by check_array; a non-symmetric training kernel is symmetrized with a warning
-        # (the SMO reads row i as column i), and an indefinite one is flagged, all in one read of the stack.
+    def _as_stack(self, arr: np.ndarray, training: bool = False,
+                  first_weights: Callable[[int], np.ndarray] | None = None) -> DenseStack:
+        # NaN/inf are refused, a non-symmetric training kernel is symmetrized with a warning (the SMO reads
+        # row i as column i), and an indefinite one is flagged, all in one read of the stack, which also
+        # forms the fit's first combination when its weights are known.
         if self.precomputed_layout_ == "samples_first":
             arr = np.ascontiguousarray(np.moveaxis(arr, 2, 0))
-        return DenseStack.checked(arr) if training else DenseStack(arr)
+        if not training:
+            return DenseStack(arr)
+        weights = None
+        if first_weights is not None:
+            try:
+                weights = np.asarray(first_weights(arr.shape[0]), dtype=np.float64)
+            except (ValueError, TypeError):
+                weights = None  # the fit reports a bad regularizer itself, with its own message
+        return DenseStack.checked(arr, first_weights=weights)
 
     def _cross_stack(self, X: Any) -> KernelStack:
         if not self._precomputed:

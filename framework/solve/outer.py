@@ -20,9 +20,10 @@ import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, Solver
+from multikernel.core.interfaces import InnerSolution, LossBlocks, MKLProblem, MKLResult, Solver
 from multikernel.errors import FitInterruptedWarning
 from multikernel.stack.combination import CombinedKernel
+from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
            "INNER_TOL_FLOOR", "RESOLVABLE_GAP"]
@@ -265,13 +266,51 @@ class Evaluator:
     it may be from the true ``F``.  Every evaluation with its quadratic forms is offered to the outer loop,
     so a line-search trial can improve the certified bounds too.  One evaluator serves one solve; solvers
     that keep state across iterations (the cutting planes of the level method) extend it.
+
+    **One read of the stack per iteration** (:attr:`one_pass`; a whole dense stack and one SVM block): the
+    quadratic forms of a solution are computed as the products ``u_m = K_m v`` (:class:`StackProducts`),
+    which also give the next solve's starting gradient ``K(mu') v = sum_m mu'_m u_m`` for any new weights;
+    that solve then reads only the columns of ``K(mu')`` it touches (:class:`CombinedColumns`), and the
+    combined kernel is not formed.  Solves without such products (the first, or from another ``alpha``)
+    use the combined kernel as before.
     """
+
+    #: Whether the products path above is taken where it applies (``False``: combine, then quadratic forms).
+    one_pass: bool = True
 
     def __init__(self, problem: MKLProblem, loop: OuterLoop) -> None:
         self.problem = problem
         self.loop = loop
         self.n_solves = 0
         self.combined = CombinedKernel(problem.stack)
+        inner = problem.inner
+        self.fused = (self.one_pass and supports_products(problem.stack) and isinstance(inner, LossBlocks)
+                      and inner.targets.ndim == 1)
+        self._products: StackProducts | None = None
+        self._diag: np.ndarray | None = None
+
+    def _kernel(self, mu: np.ndarray, alpha0: np.ndarray | None) -> Any:
+        """``K(mu)`` for a solve from ``alpha0``: by columns with the starting gradient from the products of
+        ``alpha0`` when there are such products (covering the weights' support), else combined."""
+        products = self._products
+        if products is None or alpha0 is None or alpha0 is not products.alpha or not self.fused:
+            return self.combined(mu)
+        if not products.covered[np.flatnonzero(mu)].all():
+            return self.combined(mu)
+        if self._diag is None:
+            self._diag = self.problem.stack.diag()
+        self.combined.release()  # its memory goes to the columns' cache instead
+        return CombinedColumns(self.problem.stack, mu, self._diag, products)
+
+    def forms(self, sol: InnerSolution, kernels: np.ndarray | None = None) -> np.ndarray:
+        """The quadratic forms of ``sol`` (all kernels, or only ``kernels``, in that order).
+
+        On the one-pass path they come from products kept for the next solve from ``sol.alpha``.
+        """
+        if self.fused and sol.at_bound is not None and np.ndim(sol.coef) == 1:
+            self._products = StackProducts(self.problem.stack, sol.alpha, sol.coef, sol.at_bound, kernels)
+            return self._products.forms()
+        return self.problem.quad_forms(sol.coef, kernels)
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
         """The inner solution at ``mu``, its quadratic forms (unless not ``with_q``) and ``F(mu)``.
@@ -281,7 +320,7 @@ class Evaluator:
         """
         p = self.problem
         tol = self.loop.inner_tol
-        sol = p.solve_inner(self.combined(mu), alpha0, tol)
+        sol = p.solve_inner(self._kernel(mu, alpha0), alpha0, tol)
         self.n_solves += 1
         it = Iterate(mu=mu, sol=sol, q=None, objective=sol.dual_objective + p.regularizer.penalty(mu), inner_tol=tol)
         if not with_q:
@@ -292,7 +331,7 @@ class Evaluator:
     def certify(self, it: Iterate) -> Iterate:
         """Compute the quadratic forms of ``it`` (if missing) and offer its lower bound to the loop."""
         if it.q is None:
-            it.q = self.problem.quad_forms(it.sol.coef)
+            it.q = self.forms(it.sol)
         self.loop.offer(it.mu, it.sol, it.q)
         return it
 

@@ -458,10 +458,11 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
 def _solve_polished(kernel: object, Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.ndarray,
                     qp: object, scratch: np.ndarray, *, s: np.ndarray, D: np.ndarray, lo: np.ndarray,
                     up: np.ndarray, c: np.ndarray, grp: np.ndarray, mode: int, tol: float, max_iter: int,
-                    shrinking: bool, warm: bool) -> dict:
+                    shrinking: bool, warm: bool, initial: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """The Cython core, restarted after a polishing step whenever it reports a stall (see :func:`_polish`).
 
-    ``alpha`` is updated in place.  Returns the core's last output with the counts summed over the runs.
+    ``alpha`` is updated in place.  ``initial`` (the starting gradient, see :func:`_given_gradient`) serves the
+    first run only: a polish moves ``alpha``.  Returns the core's last output with the counts summed over the runs.
     """
     window = _stall_window(len(alpha))
     n_iter = polished = misses = plateau = 0
@@ -471,7 +472,8 @@ def _solve_polished(kernel: object, Kd: np.ndarray | None, provider: KernelColum
         while True:
             options = {"tol": tol, "max_iter": max_iter if max_iter < 0 else max_iter - n_iter,
                        "shrinking": shrinking, "warm": warm, "stall_window": window}
-            out = _smo.solve(kernel, alpha, qp, options, scratch)
+            out = _smo.solve(kernel, alpha, qp, options, scratch, initial)
+            initial = None
             n_iter += out["n_iter"]
             active_steps += out["mean_active"] * out["n_iter"]
             misses += out["active_cache_misses"]
@@ -497,6 +499,35 @@ def _solve_polished(kernel: object, Kd: np.ndarray | None, provider: KernelColum
     out.update(n_iter=n_iter, neg_curv=neg_curv, mean_active=active_steps / max(n_iter, 1),
                active_cache_misses=misses, plateau=plateau, polish_steps=polished)
     return out
+
+
+def _given_gradient(provider: KernelColumns, alpha: np.ndarray, alpha0: np.ndarray, s: np.ndarray,
+                    p: np.ndarray, lo: np.ndarray, up: np.ndarray, D: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The starting gradient ``(G, Gbar)`` from the products a provider already holds (``warm_products``),
+    or ``None`` when it holds none for this start.
+
+    A provider may know ``K v_bound`` and ``K v_free`` for ``v = s * alpha0`` split by the variables at a
+    bound (an outer MKL loop has them from the quadratic forms of the previous solve, for any new weights):
+    then ``G = S K v + D alpha + p`` and ``Gbar = S K v_bound + D alpha_bound`` need no kernel row.  They are
+    used only when they are exactly for this start: the same ``alpha`` (not moved by the projection on the
+    feasible set), the same signs and the same variables at a bound, else the solver reads the rows.
+    """
+    products = getattr(provider, "warm_products", None)
+    if products is None or not np.array_equal(alpha, alpha0):
+        return None
+    given = products()
+    if given is None:
+        return None
+    alpha_p, coef_p, bound_p, Kv_bound, Kv_free = given
+    bound = (alpha <= lo) | (alpha >= up)
+    if not (np.array_equal(alpha_p, alpha) and np.array_equal(coef_p, s * alpha)
+            and np.array_equal(bound_p, bound)):
+        return None
+    ridge = D * alpha
+    Gbar = s * Kv_bound + np.where(bound, ridge, 0.0)
+    G = Gbar + s * Kv_free + np.where(bound, 0.0, ridge) + p
+    return G, Gbar
 
 
 def solve_qp(
@@ -672,9 +703,12 @@ def solve_qp(
     else:
         kernel = Kd
     qp = _smo.QP(mode, p=pv, lower=lo, upper=up, c=c, s=s, ridge=D, diag=QD, group=grp)
+    initial = None
+    if provider is not None and alpha0 is not None:
+        initial = _given_gradient(provider, alpha, alpha0, s, pv, lo, up, D)
     out = _solve_polished(kernel, Kd, provider, alpha, qp, _scratch(active_bytes), s=s, D=D, lo=lo, up=up, c=c,
                           grp=grp, mode=mode, tol=float(tol), max_iter=int(max_iter), shrinking=bool(shrinking),
-                          warm=alpha0 is not None)
+                          warm=alpha0 is not None, initial=initial)
     if out["unbounded"]:
         raise ValueError(_UNBOUNDED_ERROR)
     G = out["G"]

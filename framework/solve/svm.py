@@ -122,7 +122,7 @@ def _solution(problem: InnerQP, res: QPResult, n: int) -> InnerSolution:
     primal = 0.5 * quad + b * (problem.y_sum or 0.0) - rho * (problem.total or 0.0) + float(box.sum())
     return InnerSolution(alpha=alpha, coef=S * alpha, bias=float(b),
                          dual_objective=problem.linear_term(alpha) - 0.5 * quad,
-                         primal_objective=primal, n_iter=res.n_iter)
+                         primal_objective=primal, n_iter=res.n_iter, at_bound=(alpha <= lo) | (alpha >= up))
 
 
 def solve_inner(

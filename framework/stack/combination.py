@@ -46,6 +46,14 @@ class CombinedKernel:
         self._K: np.ndarray | None = None
         self._updates = 0
 
+    def release(self) -> None:
+        """Free the combined kernel (its ``n x n`` memory); the next call recomputes it from scratch.
+
+        For a solver that no longer needs it: the one-pass path reads ``K(mu)`` by columns from then on.
+        """
+        self._K = self._weights = None
+        self._updates = 0
+
     def __call__(self, weights: np.ndarray) -> np.ndarray | KernelColumns:
         weights = np.asarray(weights, dtype=np.float64)
         columns = self.stack.column_provider(weights)

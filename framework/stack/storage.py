@@ -75,13 +75,15 @@ def check_kernel_matrices(K: np.ndarray, *, training: bool = True, kernel_axis: 
 
 
 def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float | None,
-                   ) -> tuple[np.ndarray, bool | None]:
-    """:func:`check_kernel_matrices`, and whether every training kernel is exactly symmetric (``None``
-    for cross kernels).
+                   weights: np.ndarray | None = None) -> tuple[np.ndarray, bool | None, np.ndarray | None]:
+    """:func:`check_kernel_matrices`, whether every training kernel is exactly symmetric (``None``
+    for cross kernels), and the combination at ``weights`` when asked for (else ``None``).
 
     Square training kernels are checked in one read of the stack (:func:`_stack.check_square_stack`:
     finite values, asymmetry and the indefiniteness hints together); the exact symmetry it finds spares
-    :class:`DenseStack` its own read.
+    :class:`DenseStack` its own read, and the combination at ``weights`` (a fit's first weights) made in
+    the same read spares the fit's first combination (``None`` when the kernels had to be symmetrized, or
+    when the per-thread buffers would be too large: see :func:`_fused_checks`).
     """
     arr = np.asarray(K)
     if arr.dtype not in (np.float32, np.float64):
@@ -100,9 +102,9 @@ def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float 
                         i, j = bad[0]
                         raise ValueError(f"{what.format(m=m)} has NaN or infinite entries (the first at row "
                                          f"{a + i}, column {j}: {Km[a + i, j]}); kernels must be finite")
-        return arr, None
+        return arr, None, None
     M = len(stack)
-    finite, minor, maxabs, asym, scale = _fused_checks(stack)
+    finite, minor, maxabs, asym, scale, combined = _fused_checks(stack, weights)
     for m in range(M):
         if not finite[m]:
             i, j = np.argwhere(~np.isfinite(stack[m]))[0]  # an error path: a second read names the first
@@ -122,7 +124,7 @@ def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float 
         for m in asymmetric:
             stack[m] = (stack[m] + stack[m].T) / 2
         # the indefiniteness hints below are about the kernels used: check the symmetrized ones again
-        finite, minor, maxabs, asym, scale = _fused_checks(stack)
+        finite, minor, maxabs, asym, scale, combined = _fused_checks(stack, weights)
     diag = np.diagonal(stack, axis1=1, axis2=2)
     for m in range(M):
         hint = ""
@@ -139,11 +141,20 @@ def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float 
                           f"not convex, and the solvers return a stationary point whose duality gap is not a "
                           f"certificate.  Use a positive semi-definite kernel (for example clip the negative "
                           f"eigenvalues)", UserWarning, stacklevel=3)
-    return arr, bool(not asym.any())
+    return arr, bool(not asym.any()), combined
 
 
-def _fused_checks(stack: np.ndarray) -> tuple[np.ndarray, ...]:
-    """:func:`_stack.check_square_stack` on a (M, n, n) stack: (finite, minor, maxabs, asym, scale) per kernel.
+#: Bytes of the per-thread buffers of a combination made during the checks; beyond them (large n, or many
+#: threads) the buffers no longer stay in cache while the tiles stream past, and the fit combines later.
+_FUSED_COMBINATION_BYTES = 64 * 2**20
+#: Groups of kernels combined into separate buffers (one thread each) during the checks.
+_FUSED_COMBINATION_GROUPS = 4
+
+
+def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, ...]:
+    """:func:`_stack.check_square_stack` on a (M, n, n) stack: (finite, minor, maxabs, asym, scale) per kernel,
+    and the combination at ``weights`` when given and affordable (else ``None``).
 
     A stack that is not C-contiguous (kernels on another axis) is checked one contiguous kernel at a time.
     """
@@ -151,16 +162,28 @@ def _fused_checks(stack: np.ndarray) -> tuple[np.ndarray, ...]:
     diag = np.array(np.diagonal(stack, axis1=1, axis2=2), dtype=np.float64)
     with np.errstate(invalid="ignore"):
         scale = np.where(np.isfinite(diag), np.abs(diag), 0.0).max(axis=1, initial=0.0)
-        dpos = np.ascontiguousarray(np.where(diag > 0, diag, 0.0))
+        dpos = np.ascontiguousarray(np.sqrt(np.where(diag > 0, diag, 0.0)))  # square roots: see check_square_stack
     finite, minor = np.zeros(M, dtype=np.intc), np.full((M, 2), -1, dtype=np.int64)
     maxabs, asym = np.zeros(M), np.zeros(M)
+    combined = None
+    # fixed by M, not by the thread count: the same sums on any machine
+    groups = max(1, min(_FUSED_COMBINATION_GROUPS, M // 8))
+    # the buffers stay small beside the stack (a few kernels' worth of memory is not worth a pass)
+    affordable = groups * n * n * 8 <= min(_FUSED_COMBINATION_BYTES, stack.nbytes // 4)
+    if weights is not None and stack.flags.c_contiguous and affordable:
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        combined = np.zeros((groups, n, n))
     if stack.flags.c_contiguous:
-        _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym)
+        _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym, combined, weights)
+        if combined is not None:
+            for g in range(1, len(combined)):  # in place, and no copy at all for one group
+                combined[0] += combined[g]
+            combined = combined[0] if len(combined) == 1 else combined[0].copy()
     else:
         for m in range(M):
             _stack.check_square_stack(np.ascontiguousarray(stack[m])[None], dpos[m:m + 1], scale[m:m + 1],
                                       finite[m:m + 1], minor[m:m + 1], maxabs[m:m + 1], asym[m:m + 1])
-    return finite.astype(bool), minor, maxabs, asym, scale
+    return finite.astype(bool), minor, maxabs, asym, scale, combined
 
 
 _CHECK_BLOCK = 1 << 22  # entries per block of the O(n^2) checks: bounded temporaries
@@ -331,21 +354,30 @@ class DenseStack(KernelStack):
             symmetric = False
         self._data_symmetric = symmetric
         self._used = False
+        # a combination made while the kernels were checked: (weights, K(weights)), for the first combine
+        self._pending: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def checked(cls, K: np.ndarray, kernel_axis: int = 0) -> DenseStack:
+    def checked(cls, K: np.ndarray, kernel_axis: int = 0, first_weights: np.ndarray | None = None
+                ) -> DenseStack:
         """A stack of a user's precomputed training kernels, checked as :func:`check_kernel_matrices` does.
 
         The checks read the stack once and find whether the kernels are exactly symmetric on the way, so
-        the stack is not read again for that.  A stack the library computed itself (from features, with a
-        :class:`~multikernel.stack.KernelSet`) needs none of this.
+        the stack is not read again for that.  With ``first_weights`` (the weights of a fit's first
+        combination), the same read also forms that combination, which the stack's first :meth:`combine`
+        at exactly these weights returns instead of reading the kernels again: a fit with fixed weights
+        (``average``) then reads the user's array once.  A stack the library computed itself (from
+        features, with a :class:`~multikernel.stack.KernelSet`) needs none of this.
         """
-        arr, symmetric = _check_kernels(K, True, kernel_axis, None)
+        arr, symmetric, combined = _check_kernels(K, True, kernel_axis, None, first_weights)
         if arr.ndim == 2:
             arr = arr[None]
         elif kernel_axis not in (0, -3):
             arr = np.moveaxis(arr, kernel_axis, 0)
-        return cls(arr, symmetric=symmetric)
+        stack = cls(arr, symmetric=symmetric)
+        if combined is not None:
+            stack._pending = (np.array(first_weights, dtype=np.float64), combined)
+        return stack
 
     @property
     def dtype(self) -> np.dtype:
@@ -393,6 +425,14 @@ class DenseStack(KernelStack):
     def combine(self, weights: np.ndarray, out: np.ndarray | None = None, accumulate: bool = False
                 ) -> np.ndarray:
         weights, active = _weights(weights, self.n_kernels)
+        pending, self._pending = self._pending, None
+        if pending is not None and not accumulate and self._full and np.array_equal(pending[0], weights):
+            self._used = True
+            if out is None:
+                return pending[1]
+            out = _out(out, (self.n_rows, self.n_cols))
+            out[...] = pending[1]
+            return out
         out = _out(out, (self.n_rows, self.n_cols), accumulate)
         if self._full:
             _stack.combine_dense(self.data, weights, active, out, accumulate, self._stream_symmetric())
@@ -454,6 +494,7 @@ class DenseStack(KernelStack):
         view = DenseStack.__new__(type(self))
         view.__dict__.update(self.__dict__)
         view._rows, view._cols = rows, cols
+        view._pending = None
         view.n_rows, view.n_cols = len(rows), len(cols)
         return view
 
