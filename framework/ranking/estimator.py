@@ -182,8 +182,11 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         kernel ``K/2 + Diag(K)/2``.  For reproduction only.
     kernel_dtype : {"float64", "float32"}, default="float64"
     kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
-        Storage of the kernels; with ``"lazy"`` and one kernel (or ``regularizer="uniform"``) the solver reads
-        kernel rows on demand through an LRU cache of ``cache_size`` MB (no n x n array).
+        Storage of the kernels; with ``"lazy"`` the solver reads rows of the (combined) kernel on demand through
+        an LRU cache of ``cache_size`` MB, and no n x n array is formed: for MK-MLR too, whose inner solves read
+        the columns of ``sum_m mu_m K_m`` (the stack's column provider) and whose training scores and predictions
+        are products by blocks of rows.  A dense or memmap stack is combined into one buffer that the outer
+        iterations reuse.
     memory_budget : int or str, optional
     cache_size : float, default=200
         Megabytes of kernel rows cached with a lazy kernel.
