@@ -8,81 +8,139 @@ its kernel row: from the dense kernel (float32 or float64, C order; row ``i`` is
 is symmetric) or, for a lazy kernel, from the Python callable ``rows(i)`` (an LRU cache of rows).
 
 MLR-L1's step projects ``v = S_i + G_i / K_ii`` on ``{box, sum = 0}``: the root of the piecewise linear
-``sum_k clip(v_k + lam, lo_k, hi_k)`` is found by walking its sorted breakpoints (O(m log m)).  MLR-GL's
-step is Lemma 2's closed form (O(a b)).
+``sum_k clip(v_k + lam, lo_k, hi_k)`` is found by shrinking a bracket of breakpoints (expected O(m); the numpy
+reference sorts them).  MLR-GL's step is Lemma 2's closed form (O(a b)).
 """
 
 from cython cimport floating
-from libc.math cimport fabs, sqrt
-from libc.stdlib cimport free, malloc, qsort
+from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, sqrt
+from libc.stdlib cimport free, malloc
 
 import numpy as np
-
-
-cdef int _cmp(const void* a, const void* b) noexcept nogil:
-    cdef double x = (<const double*> a)[0]
-    cdef double y = (<const double*> b)[0]
-    return (x > y) - (x < y)
 
 
 cdef double _clip(double x, double lo, double hi) noexcept nogil:
     return lo if x < lo else (hi if x > hi else x)
 
 
+cdef inline double _inside(const double* s, const double* e, Py_ssize_t k, double L, double R) noexcept nogil:
+    """A breakpoint of the undetermined label ``k`` strictly inside ``(L, R)`` (one of the two is)."""
+    return s[k] if s[k] > L else e[k]
+
+
 cdef void _project(const double* v, const double* lo, const double* hi, Py_ssize_t m, double* out,
-                   double* starts, double* ends) noexcept nogil:
-    """``out = clip(v + lam, lo, hi)`` with ``sum(out) = 0`` (``sum lo < 0 < sum hi``)."""
-    cdef Py_ssize_t k, p = 0, q = 0
-    cdef double sum_lo = 0.0, sum_hi = 0.0, lam, cur_lam, cur_phi, nxt, bp, slope = 0.0
-    cdef int ds
+                   double* s, double* e, Py_ssize_t* live, double guess) noexcept nogil:
+    """``out = clip(v + lam, lo, hi)`` with ``sum(out) = 0`` (``sum lo < 0 < sum hi``).
+
+    ``phi(lam) = sum_k clip(v_k + lam, lo_k, hi_k)`` is continuous, non-decreasing and piecewise linear with the
+    breakpoints ``s_k = lo_k - v_k <= e_k = hi_k - v_k``.  The root is bracketed by ``(L, R)`` with ``phi(L) < 0 <
+    phi(R)``; a pivot breakpoint inside (median of three) shrinks the bracket.  A label with no breakpoint left
+    inside the bracket contributes a constant (``hi_k`` or ``lo_k``) or ``v_k + lam`` on the whole bracket, so it
+    leaves the list ``live`` for three running sums; when no breakpoint is left inside, ``phi`` is linear on the
+    bracket and the root is its exact zero.  Expected O(m) where sorting the 2m breakpoints (the walk of the numpy
+    reference ``project_balanced_box``) costs O(m log m): the sort was most of MLR-L1's time at
+    many labels.  Each iteration removes at least the pivot from the open bracket: at most 2m iterations.  The root
+    agrees with the reference's to rounding (the same iterates up to that).
+
+    ``guess`` (NaN: none) is the first pivot.  The sweep passes ``-(top + bottom) / (2 K_ii)`` from the block's
+    violation: at a block's optimum every free label has ``G_k = -lam K_ii``, so the root is near it when the
+    block is near its optimum (most updates late in a solve), and one pivot removes most labels (25 % less time
+    at 200 labels than a first median of three).  Any number is a valid first pivot.
+    """
+    cdef Py_ssize_t k, w, u = m, c
+    cdef double sum_lo = 0.0, sum_hi = 0.0, L = -INFINITY, R = INFINITY
+    cdef double fixed = 0.0, off = 0.0, cnt = 0.0, lam, p, pa, pb, pc, phi
     for k in range(m):
         sum_lo += lo[k]
         sum_hi += hi[k]
-        starts[k] = lo[k] - v[k]
-        ends[k] = hi[k] - v[k]
+        s[k] = lo[k] - v[k]
+        e[k] = hi[k] - v[k]
+        live[k] = k
     if sum_lo >= 0.0 or sum_hi <= 0.0:
         for k in range(m):
             out[k] = _clip(0.0, lo[k], hi[k])
         return
-    qsort(starts, m, sizeof(double), _cmp)
-    qsort(ends, m, sizeof(double), _cmp)
-    cur_lam = starts[0]
-    cur_phi = sum_lo
-    lam = ends[m - 1]
-    while p < m or q < m:
-        if p < m and (q >= m or starts[p] <= ends[q]):
-            bp = starts[p]
-            ds = 1
-            p += 1
+    cdef bint first = guess == guess  # a NaN guess: none
+    while u > 0:
+        if first:
+            p = guess
+            first = False
         else:
-            bp = ends[q]
-            ds = -1
-            q += 1
-        nxt = cur_phi + slope * (bp - cur_lam)
-        if nxt >= 0.0:
-            if nxt == 0.0 or slope <= 0.0:
-                lam = bp
-            else:
-                lam = cur_lam + (0.0 - cur_phi) / slope
+            pa = _inside(s, e, live[0], L, R)
+            pb = _inside(s, e, live[u // 2], L, R)
+            pc = _inside(s, e, live[u - 1], L, R)
+            p = fmax(fmin(pa, pb), fmin(fmax(pa, pb), pc))  # median of three
+        phi = fixed + cnt * p + off
+        for w in range(u):
+            k = live[w]
+            phi += _clip(v[k] + p, lo[k], hi[k])
+        if phi == 0.0:
+            L = p
+            R = p
             break
-        cur_lam = bp
-        cur_phi = nxt
-        slope += ds
+        if phi > 0.0:
+            R = p
+        else:
+            L = p
+        c = 0
+        for w in range(u):
+            k = live[w]
+            if e[k] <= L:
+                fixed += hi[k]
+            elif s[k] >= R:
+                fixed += lo[k]
+            elif s[k] <= L and e[k] >= R:
+                cnt += 1.0
+                off += v[k]
+            else:
+                live[c] = k
+                c += 1
+        u = c
+    if L == R:
+        lam = L
+    elif cnt > 0.0:
+        lam = fmin(fmax(-(fixed + off) / cnt, L), R)  # rounding cannot leave the bracket
+    else:  # phi constant on the bracket: only rounding gets here
+        lam = R if R < INFINITY else L
     for k in range(m):
         out[k] = _clip(v[k] + lam, lo[k], hi[k])
 
 
 cdef void _add_outer(double* Ft, Py_ssize_t n, const floating* col, const Py_ssize_t* nz, const double* delta,
                      Py_ssize_t n_nz) noexcept nogil:
-    """``Ft[k, :] += delta_k * col`` for the changed labels ``k`` (Ft is (m, n), C order: contiguous axpys)."""
-    cdef Py_ssize_t j, t
-    cdef double d
-    cdef double* Fk
-    for t in range(n_nz):
-        Fk = Ft + nz[t] * n
-        d = delta[t]
+    """``Ft[k, :] += delta_k * col`` for the changed labels ``k`` (Ft is (m, n), C order: contiguous axpys).
+
+    Four labels at a time: each kernel value is loaded once for four rows (the update is bound by memory
+    traffic); every entry gets the same single product and sum as one axpy per label, so the result is the same.
+    """
+    cdef Py_ssize_t j, t = 0
+    cdef double d0, d1, d2, d3, c
+    cdef double* F0
+    cdef double* F1
+    cdef double* F2
+    cdef double* F3
+    while t + 4 <= n_nz:
+        F0 = Ft + nz[t] * n
+        F1 = Ft + nz[t + 1] * n
+        F2 = Ft + nz[t + 2] * n
+        F3 = Ft + nz[t + 3] * n
+        d0 = delta[t]
+        d1 = delta[t + 1]
+        d2 = delta[t + 2]
+        d3 = delta[t + 3]
         for j in range(n):
-            Fk[j] += d * col[j]
+            c = col[j]
+            F0[j] += d0 * c
+            F1[j] += d1 * c
+            F2[j] += d2 * c
+            F3[j] += d3 * c
+        t += 4
+    while t < n_nz:
+        F0 = Ft + nz[t] * n
+        d0 = delta[t]
+        for j in range(n):
+            F0[j] += d0 * col[j]
+        t += 1
 
 
 cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, double[:, ::1] Ft,
@@ -92,9 +150,9 @@ cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, doubl
     cdef Py_ssize_t n = S.shape[0], m = S.shape[1]  # S is (n, m), Ft is (m, n)
     cdef Py_ssize_t t, i, k, r, c, a, b, mo, n_nz, n_updates = 0
     cdef bint lazy = rows is not None
-    cdef double max_viol = 0.0, viol, top, bottom, g_r, hk, norm2, denom, colsum, gsq, kii
+    cdef double max_viol = 0.0, viol, top, bottom, g_r, hk, norm2, denom, colsum, gsq, kii, y, s_ik, gk, dii
     cdef double* buf = <double*> malloc(9 * m * sizeof(double))
-    cdef Py_ssize_t* ibuf = <Py_ssize_t*> malloc(4 * m * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* ibuf = <Py_ssize_t*> malloc(5 * m * sizeof(Py_ssize_t))
     cdef double[::1] lazy_row
     cdef const double* row_d
     if buf == NULL or ibuf == NULL:
@@ -114,37 +172,41 @@ cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, doubl
     cdef Py_ssize_t* nz = ibuf + m         # labels whose coefficient changed
     cdef Py_ssize_t* rel = ibuf + 2 * m    # compact positions of the relevant labels
     cdef Py_ssize_t* irr = ibuf + 3 * m    # compact positions of the irrelevant labels
+    cdef Py_ssize_t* live = ibuf + 4 * m   # the projection's undetermined labels
     try:
         for t in range(order.shape[0]):
             i = order[t]
-            mo = 0
-            a = 0
-            b = 0
-            for k in range(m):
-                if Y[i, k] != 0.0:
-                    obs[mo] = k
-                    if Y[i, k] > 0.0:
-                        rel[a] = mo
-                        a += 1
-                    else:
-                        irr[b] = mo
-                        b += 1
-                    mo += 1
-            if a == 0 or b == 0:
-                continue
             kii = step_diag[i]
             if not gl:
+                # One pass over the labels: the observed ones, their gradient, bounds and the block's violation
+                # (every block is visited each sweep, most without an update: this pass is the visit's cost).
+                mo = 0
+                a = 0
                 top = -1e300
                 bottom = 1e300
-                for r in range(mo):
-                    k = obs[r]
-                    G[r] = Y[i, k] - (h * Ft[k, i] + (1.0 - h) * diag[i] * S[i, k])
-                    lo[r] = -C if Y[i, k] < 0.0 else 0.0
-                    hi[r] = C if Y[i, k] > 0.0 else 0.0
-                    if S[i, k] < hi[r] and G[r] > top:
-                        top = G[r]
-                    if S[i, k] > lo[r] and G[r] < bottom:
-                        bottom = G[r]
+                dii = (1.0 - h) * diag[i]
+                for k in range(m):
+                    y = Y[i, k]
+                    if y == 0.0:
+                        continue
+                    s_ik = S[i, k]
+                    gk = y - (h * Ft[k, i] + dii * s_ik)
+                    obs[mo] = k
+                    G[mo] = gk
+                    if y > 0.0:
+                        lo[mo] = 0.0
+                        hi[mo] = C
+                        a += 1
+                    else:
+                        lo[mo] = -C
+                        hi[mo] = 0.0
+                    if s_ik < hi[mo] and gk > top:
+                        top = gk
+                    if s_ik > lo[mo] and gk < bottom:
+                        bottom = gk
+                    mo += 1
+                if a == 0 or a == mo:
+                    continue
                 viol = top - bottom if (top > -1e300 and bottom < 1e300 and top > bottom) else 0.0
                 if viol > max_viol:
                     max_viol = viol
@@ -154,8 +216,24 @@ cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, doubl
                 # S_i with gradient Ysign_i, and projecting 2 C Ysign_i gives its minimum-norm solution.
                 for r in range(mo):
                     v[r] = 2.0 * C * Y[i, obs[r]] if step_diag[i] > diag[i] else S[i, obs[r]] + G[r] / kii
-                _project(v, lo, hi, mo, new, starts, ends)
+                _project(v, lo, hi, mo, new, starts, ends, live,
+                         NAN if step_diag[i] > diag[i] or viol <= 0.0 else -0.5 * (top + bottom) / kii)
             else:
+                mo = 0
+                a = 0
+                b = 0
+                for k in range(m):
+                    if Y[i, k] != 0.0:
+                        obs[mo] = k
+                        if Y[i, k] > 0.0:
+                            rel[a] = mo
+                            a += 1
+                        else:
+                            irr[b] = mo
+                            b += 1
+                        mo += 1
+                if a == 0 or b == 0:
+                    continue
                 for r in range(mo):
                     k = obs[r]
                     g[r] = Ft[k, i] - diag[i] * S[i, k]

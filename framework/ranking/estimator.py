@@ -22,6 +22,8 @@ __all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
 
 METHODS = ("mlr_l1", "mlr_gl")
 THRESHOLD_RULES = ("linear", "constant")
+#: Bytes of combined-kernel rows formed at a time by :func:`_combined_product`.
+_PRODUCT_BLOCK_BYTES = 32 * 2**20
 
 
 class _StackColumns(KernelColumns):
@@ -37,6 +39,23 @@ class _StackColumns(KernelColumns):
 
     def diagonal(self) -> np.ndarray:
         return self.weights @ self.stack.diag()
+
+
+def _combined_product(stack: KernelStack, weights: np.ndarray, coef: np.ndarray) -> np.ndarray:
+    """``(sum_m weights[m] K_m) @ coef`` by blocks of rows: no ``n_rows x n_cols`` combined kernel is formed.
+
+    The memory is one block of combined rows (``_PRODUCT_BLOCK_BYTES``), whatever the stack's backend (a dense
+    stack's rows are views, a lazy stack computes them); used for MK-MLR's training scores and for prediction.
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    n_rows, n_cols = stack.n_rows, stack.n_cols
+    step = max(1, min(n_rows, _PRODUCT_BLOCK_BYTES // (8 * max(n_cols, 1))))
+    cols = np.arange(n_cols)
+    out = np.empty((n_rows, coef.shape[1]), dtype=np.float64)
+    for start in range(0, n_rows, step):
+        rows = np.arange(start, min(start + step, n_rows))
+        out[rows] = stack.subset(rows, cols).combine(weights) @ coef
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -163,8 +182,11 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         kernel ``K/2 + Diag(K)/2``.  For reproduction only.
     kernel_dtype : {"float64", "float32"}, default="float64"
     kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
-        Storage of the kernels; with ``"lazy"`` and one kernel (or ``regularizer="uniform"``) the solver reads
-        kernel rows on demand through an LRU cache of ``cache_size`` MB (no n x n array).
+        Storage of the kernels; with ``"lazy"`` the solver reads rows of the (combined) kernel on demand through
+        an LRU cache of ``cache_size`` MB, and no n x n array is formed: for MK-MLR too, whose inner solves read
+        the columns of ``sum_m mu_m K_m`` (the stack's column provider) and whose training scores and predictions
+        are products by blocks of rows.  A dense or memmap stack is combined into one buffer that the outer
+        iterations reuse.
     memory_budget : int or str, optional
     cache_size : float, default=200
         Megabytes of kernel rows cached with a lazy kernel.
@@ -346,8 +368,9 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         self.coef_ = np.ascontiguousarray(np.asarray(result.coef).T)
         self.n_iter_ = result.n_iter
         self.objective_, self.dual_gap_ = result.objective, result.dual_gap
-        K = stack.combine(self.weights_)
-        scores = K @ self.coef_ - np.diagonal(K)[:, None] * self.coef_
+        # leave-one-out training scores, as _fit_single's: without forming the combined kernel (lazy stacks)
+        diag = self.weights_ @ stack.diag()
+        scores = _combined_product(stack, self.weights_, self.coef_) - diag[:, None] * self.coef_
         self.threshold_ = learn_thresholds(scores, Ysign, self.threshold)
 
     # ------------------------------------------------------------------------------------------
@@ -356,8 +379,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     def decision_function(self, X: Any) -> np.ndarray:
         """Label scores, shape (n_samples, n_labels): rank a sample's labels by them (higher = more relevant)."""
         check_is_fitted(self)
-        cross = self._cross_stack(X)
-        return cross.combine(self.weights_) @ self.coef_
+        return _combined_product(self._cross_stack(X), self.weights_, self.coef_)
 
     def predict(self, X: Any) -> np.ndarray:
         """Label sets as a 0/1 indicator matrix: the labels scoring above the learnt threshold (``threshold_``)."""

@@ -256,11 +256,23 @@ class _RowCache:
 
 
 def _initial_scores(K: np.ndarray | None, rows: _RowCache | None, S: np.ndarray) -> np.ndarray:
+    """``K S`` (a warm start's scores); a column-served kernel gives the rows of the support by blocks.
+
+    A block of rows costs one pass of a lazy stack's builders (``KernelColumns.columns``) where single rows cost
+    one each; MK-MLR warm-starts every inner solve, so this runs once per outer iteration.  The blocks bypass
+    the row cache (whose rows the sweeps choose) and take a quarter of its memory.
+    """
     if K is not None:
         return np.asarray(K @ S, dtype=np.float64)
     F = np.zeros_like(S)
-    for i in np.flatnonzero(np.any(S != 0, axis=1)):
-        F += np.outer(rows(int(i)), S[i])  # symmetric kernel: column i is row i
+    support = np.flatnonzero(np.any(S != 0, axis=1))
+    n = S.shape[0]
+    step = max(1, min(len(support), rows.capacity // 4))  # a quarter of the cache's memory
+    block = np.empty((step, n))
+    for start in range(0, len(support), step):
+        idx = support[start:start + step]
+        rows.columns.columns(idx, block[:len(idx)])
+        F += block[:len(idx)].T @ S[idx]  # symmetric kernel: column i is row i
     return F
 
 
