@@ -107,3 +107,41 @@ def test_solve_candidates_rejects_a_bad_theta_and_matches_the_estimators_key_set
     K = np.asarray(stack.kernel(0))
     ref = _one_group_reference([K], index, sign, np.ones(cset.n_units), 1.0)
     assert res.mkl.objective == pytest.approx(ref, rel=1e-4)
+
+
+@pytest.mark.parametrize("per_kernel", [False, True])
+def test_io_columns_equal_the_dense_combination(per_kernel):
+    """The SVM step's columns on demand (bag-level MIL over a dense input stack) equal ``IOStack.combine``."""
+    from multikernel.iokl import IOColumns, IOStack
+    from multikernel.stack.kernelset import KernelSet
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(15, 3))
+    kernels = [create("kernel", "rbf"), create("kernel", "laplacian"), create("kernel", "inverse_distance")]
+    inputs = KernelSet(kernels).fit_stack(X)
+    shared = np.arange(6, 15)
+    shared_sign = np.where(np.arange(9) % 4 == 0, 1.0, -1.0)
+    if per_kernel:  # a key per input kernel (the general (T, M, U) layout)
+        index = np.array([[np.r_[[0, 3, 5], shared], np.r_[[1, 3, 4], shared], np.r_[[2, 4, 5], shared]],
+                          [np.r_[[1, 2, 5], shared], np.r_[[0, 4, 4], shared], np.r_[[2, 3, 4], shared]]])
+        sign = np.broadcast_to(np.r_[np.ones(3), shared_sign], index.shape).copy()
+    else:
+        index = np.array([np.r_[[0, 3, 4], shared], np.r_[[1, 2, 5], shared]])
+        sign = np.tile(np.r_[np.ones(3), shared_sign], (2, 1))
+    stack = IOStack(inputs, index, sign, offset=0.7).with_group(np.r_[[2, 3, 5], shared],
+                                                                np.r_[np.ones(3), shared_sign])
+    w = rng.random(stack.n_kernels)
+    w[[1, 5]] = 0.0
+    cols = stack.column_provider(w)
+    assert isinstance(cols, IOColumns)
+    dense = stack.combine(w)
+    out = np.empty((stack.n_rows, stack.n_rows))
+    cols.columns(np.arange(stack.n_rows), out)
+    np.testing.assert_allclose(out, dense, rtol=1e-12, atol=1e-12)
+    one = np.empty(stack.n_rows)
+    cols.column(4, one)
+    np.testing.assert_allclose(one, dense[4], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cols.diagonal(), np.diagonal(dense), rtol=1e-12)
+    # output ambiguity keeps the dense combination
+    ssl = IOStack(inputs, np.tile(np.arange(15), (2, 1)), rng.choice([-1.0, 1.0], size=(2, 15)))
+    assert ssl.column_provider(np.ones(ssl.n_kernels)) is None
