@@ -145,3 +145,32 @@ def test_io_columns_equal_the_dense_combination(per_kernel):
     # output ambiguity keeps the dense combination
     ssl = IOStack(inputs, np.tile(np.arange(15), (2, 1)), rng.choice([-1.0, 1.0], size=(2, 15)))
     assert ssl.column_provider(np.ones(ssl.n_kernels)) is None
+
+
+def test_key_instance_search_from_the_positive_bags_rows_equals_the_direct_forms():
+    """The key search's decomposition (negative part once, positive bags' rows per candidate) gives the
+    same forms and linearisation as the direct ``K u`` of the base class."""
+    from multikernel.iokl.labels import CandidateSet
+
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(30, 3))
+    D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    Ks = [np.exp(-0.3 * D2), 1.0 / (1.0 + D2)]
+    bags = [np.arange(0, 4), np.arange(4, 9), np.arange(9, 15), np.arange(15, 20), np.arange(20, 30)]
+    cset = KeyInstanceSet(bags, np.array([1, -1, 1, 1, -1]))
+    np.testing.assert_array_equal(cset.scored_instances(), np.r_[0:4, 9:20])
+    alpha = rng.random(cset.n_units)
+    alpha /= alpha.sum()
+    fast = cset._evaluator(Ks, alpha, 0.4)
+    direct = CandidateSet._evaluator(cset, Ks, alpha, 0.4)
+    w = np.array([0.7, 0.2])
+    for _ in range(5):
+        index, sign = cset.from_scores(rng.normal(size=30))
+        (q1, lin1), (q2, lin2) = fast(index, sign), direct(index, sign)
+        np.testing.assert_allclose(q1, q2, rtol=1e-12)
+        rows = cset.scored_instances()
+        np.testing.assert_allclose(lin1(w)[rows], lin2(w)[rows], rtol=1e-12, atol=1e-14)
+    # the whole search (sorting ascent) is unchanged: its result's forms are the direct ones
+    index, sign, q = cset.most_violated_group(Ks, alpha, [cset.from_scores(np.zeros(30))], enumerate_limit=0,
+                                              offset=0.4)
+    np.testing.assert_allclose(q, direct(index, sign)[0], rtol=1e-12)

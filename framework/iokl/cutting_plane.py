@@ -259,7 +259,13 @@ def cutting_plane(
             betas = [sum(W[t, m] * stack.lift(alpha, t, m) for t in range(T)) for m in range(M)]
             if candidates.shared_across_kernels:
                 # one candidate for the whole group: the group norm of its quad forms is the violation
-                scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                # the classifier's scores, on the instances that decide a candidate only (MIL: positive bags)
+                rows = candidates.scored_instances()
+                if rows is None:
+                    scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                else:
+                    scores = np.zeros(inputs.n_rows)
+                    scores[rows] = sum(kernels[m][rows] @ betas[m] + offset * betas[m].sum() for m in range(M))
                 strongest = int(np.argmax(np.linalg.norm(W, axis=1)))
                 starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0])]
                 idx, sgn, q_new = candidates.most_violated_group(kernels, alpha, starts, enumerate_limit,
