@@ -265,7 +265,8 @@ def cutting_plane(
                     scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
                 else:
                     scores = np.zeros(inputs.n_rows)
-                    scores[rows] = sum(kernels[m][rows] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                    Kr = candidates.scored_rows(kernels)
+                    scores[rows] = sum(Kr[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
                 strongest = int(np.argmax(np.linalg.norm(W, axis=1)))
                 starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0])]
                 idx, sgn, q_new = candidates.most_violated_group(kernels, alpha, starts, enumerate_limit,

@@ -134,6 +134,18 @@ class CandidateSet(abc.ABC):
         """The instances whose scores decide :meth:`from_scores` and :meth:`best_linear` (``None``: all)."""
         return None
 
+    def scored_rows(self, Ks: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The rows :meth:`scored_instances` of the kernels ``Ks`` (float64 copies), kept for the next call
+        with the same kernels: the cutting plane asks at every iteration, and on a loaded machine the fresh
+        memory of the copies costs more than the products with them."""
+        key = tuple(id(K) for K in Ks)
+        cache = getattr(self, "_row_cache", None)
+        if cache is None or cache[0] != key:
+            rows = self.scored_instances()
+            # the kernels themselves are kept with their rows, so that their ids stay theirs
+            cache = self._row_cache = (key, list(Ks), [np.asarray(K[rows], dtype=np.float64) for K in Ks])
+        return cache[2]
+
     def _evaluator(self, Ks: Sequence[np.ndarray], alpha: np.ndarray, offset: float
                    ) -> Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]]:
         """``evaluate(index, sign) -> (q, linear)``: the forms ``q_m = u' (K_m + offset 11') u`` of a candidate
@@ -290,7 +302,7 @@ class KeyInstanceSet(CandidateSet):
         u_neg[self.negative] = -alpha[npos:]
         total = float(a_pos.sum() - alpha[npos:].sum())  # sum(u): the offset's part, the same for every key
         with one_blas_thread():
-            Kr = [np.asarray(K[rows], dtype=np.float64) for K in Ks]  # (P, N): the positive bags' rows
+            Kr = self.scored_rows(Ks)  # (P, N): the positive bags' rows
             h = np.stack([R @ u_neg for R in Kr])
             c = np.array([u_neg @ (K @ u_neg) for K in Ks])
 
