@@ -96,8 +96,11 @@ def _mil(n_bags: int = 20, seed: int = 4) -> tuple[np.ndarray, np.ndarray, np.nd
 def test_bag_level_groups_share_their_key_instances_and_predict_as_trained(theta):
     X, labels, bags = _mil()
     kernels = [create("kernel", "rbf"), create("kernel", "laplacian"), create("kernel", "inverse_distance")]
-    clf = IOKLMultipleInstanceClassifier(kernels=kernels, C=10.0, theta=theta, max_iter=8, offset=1.0)
+    # the relaxation's own classifier (no rounding: tests/test_iokl_mil_rounding.py covers the default)
+    clf = IOKLMultipleInstanceClassifier(kernels=kernels, C=10.0, theta=theta, max_iter=8, offset=1.0,
+                                         round_keys=False)
     clf.fit(X, labels, bags)
+    assert clf.rounded_ is None and clf.keys_ is None
     res = clf.result_
     assert res.index.shape[0] >= 1
     for t in range(res.index.shape[0]):  # one key per positive bag for the whole group

@@ -7,7 +7,7 @@ is solved by the core's outer solvers with the group regularizers of :mod:`multi
 candidates are added by a cutting-plane loop (Algorithm 3).
 """
 
-from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane
+from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane, solve_candidates
 from multikernel.iokl.estimators import (
     IOKLClustering,
     IOKLMultipleInstanceClassifier,
@@ -16,8 +16,8 @@ from multikernel.iokl.estimators import (
 )
 from multikernel.iokl.inner import SimplexRidge
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
-from multikernel.iokl.stack import IOStack
+from multikernel.iokl.stack import IOColumns, IOStack
 
-__all__ = ["CandidateSet", "CuttingPlaneResult", "IOKLClustering", "IOKLMultipleInstanceClassifier",
+__all__ = ["CandidateSet", "CuttingPlaneResult", "IOColumns", "IOKLClustering", "IOKLMultipleInstanceClassifier",
            "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "SimplexRidge",
-           "cutting_plane", "default_kernels"]
+           "cutting_plane", "default_kernels", "solve_candidates"]

@@ -40,7 +40,7 @@ from multikernel.iokl.labels import CandidateSet
 from multikernel.iokl.stack import IOStack
 from multikernel.stack.storage import KernelStack
 
-__all__ = ["CuttingPlaneResult", "cutting_plane"]
+__all__ = ["CuttingPlaneResult", "cutting_plane", "solve_candidates"]
 
 
 @attrs.define(slots=False)
@@ -64,7 +64,7 @@ class CuttingPlaneResult:
         loop first); a resumed loop starts by adding it.
     stop_reason : str
         ``"violation below cp_tol"``, ``"no new candidate"``, ``"objective change below cp_tol"``,
-        ``"max_iter"`` or ``"interrupted"``.
+        ``"max_iter"``, ``"interrupted"``, or ``"fixed candidates"`` (:func:`solve_candidates`: no search).
     """
 
     index: np.ndarray
@@ -104,6 +104,76 @@ def _regularizer(M: int, T: int, theta: float | None):
     if theta is None:
         return get_registry().create("regularizer", "group_l21", group_size=M)
     return get_registry().create("regularizer", "group_box_l21", group_size=M, theta=theta / T)
+
+
+def _solve(stack: IOStack, inner: SimplexRidge, theta: float | None, solver: str, tol: float, max_iter: int,
+           warm: MKLResult | None) -> tuple[MKLProblem, MKLResult]:
+    """One group-sparse MKL solve over the groups of ``stack`` (IOKL-HM, or IOKL-SM with ``theta / T``)."""
+    reg = _regularizer(stack.n_inputs, stack.n_candidates, theta)
+    problem = MKLProblem(stack=stack, y=None, loss=None, inner=inner, regularizer=reg, tol=tol, max_iter=max_iter,
+                         inner_tol=min(1e-3, tol), warm_start=warm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return problem, get_registry().create("solver", solver).solve(problem)
+
+
+def _check_theta(theta: float | None) -> None:
+    if theta is not None and not (float(theta) >= 1.0):
+        raise ValueError(f"theta is the cap in units of 1/T and must be >= 1 (1 forces equal group norms); "
+                         f"got {theta!r}. Use theta=None for the hard margin IOKL-HM")
+
+
+def solve_candidates(
+    inputs: KernelStack,
+    index: np.ndarray,
+    sign: np.ndarray,
+    C: np.ndarray,
+    *,
+    theta: float | None = None,
+    offset: float = 1.0,
+    solver: str = "bcd",
+    tol: float = 1e-3,
+    mkl_max_iter: int = 200,
+    warm: MKLResult | None = None,
+) -> CuttingPlaneResult:
+    """The group-sparse MKL problem over a fixed candidate set, without a search (step 3 of Algorithm 3 alone).
+
+    Used to round the relaxation of bag-level MIL: one key instance per positive bag, chosen by the relaxed
+    classifier, solved as a single candidate group (then IOKL-HM and IOKL-SM coincide: one group meets any
+    cap ``theta >= 1``).
+
+    Parameters
+    ----------
+    inputs : KernelStack
+        The ``M`` input kernels.
+    index, sign : ndarray of shape (T, U) or (T, M, U)
+        The candidate groups (see :class:`~multikernel.iokl.stack.IOStack`).
+    C : ndarray of shape (U,)
+        Per-unit costs of the square hinge loss.
+    theta, offset, solver, tol, mkl_max_iter
+        As for :func:`cutting_plane`.
+    warm : MKLResult, optional
+        A previous solve over the same units; its ``alpha`` (and its weights, when their number matches)
+        start the solver.
+
+    Returns
+    -------
+    CuttingPlaneResult
+        With one history entry and ``stop_reason == "fixed candidates"``.
+    """
+    _check_theta(theta)
+    stack = IOStack(inputs, index, sign, offset)
+    if warm is not None and len(warm.weights) != stack.n_kernels:
+        # Only alpha carries over; the weights restart from the solver's feasible initial point.
+        warm = attrs.evolve(warm, weights=_regularizer(stack.n_inputs, stack.n_candidates, theta).initial(
+            stack.n_kernels))
+    t0 = time.perf_counter()
+    _, res = _solve(stack, SimplexRidge(C), theta, solver, tol, mkl_max_iter, warm)
+    entry = {"iteration": 1, "n_candidates": stack.n_candidates, "objective": res.objective,
+             "mkl_gap": res.dual_gap, "mkl_tol": tol, "mkl_iter": res.n_iter, "violation": float("nan"),
+             "time_mkl": time.perf_counter() - t0, "time_search": 0.0, "time_quad_forms": 0.0}
+    return CuttingPlaneResult(index=stack.index, sign=stack.sign, weights=res.weights, alpha=res.alpha, mkl=res,
+                              history=[entry], stop_reason="fixed candidates")
 
 
 def cutting_plane(
@@ -157,9 +227,7 @@ def cutting_plane(
     """
 
 
-    if theta is not None and not (float(theta) >= 1.0):
-        raise ValueError(f"theta is the cap in units of 1/T and must be >= 1 (1 forces equal group norms); "
-                         f"got {theta!r}. Use theta=None for the hard margin IOKL-HM")
+    _check_theta(theta)
     M = inputs.n_kernels
     inner = SimplexRidge(C)
     if warm is not None:
@@ -173,7 +241,6 @@ def cutting_plane(
         stack = IOStack(inputs, np.asarray(initial[0])[None], np.asarray(initial[1])[None], offset)
         mkl_warm, history = None, []
     kernels = [np.asarray(inputs.kernel(m), dtype=np.float64) for m in range(M)]
-    solve = get_registry().create("solver", solver)
     stop, res = "max_iter", None
     # The MKL solves of early iterations need not be precise: the violation certificate holds at any alpha
     # (it compares the solve's primal objective, an upper bound, with a certified lower bound), so each
@@ -182,13 +249,8 @@ def cutting_plane(
     try:
         for _ in range(max_iter):
             T = stack.n_candidates
-            reg = _regularizer(M, T, theta)
-            problem = MKLProblem(stack=stack, y=None, loss=None, inner=inner, regularizer=reg, tol=mkl_tol,
-                                 max_iter=mkl_max_iter, inner_tol=min(1e-3, mkl_tol), warm_start=mkl_warm)
             t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                res = solve.solve(problem)
+            problem, res = _solve(stack, inner, theta, solver, mkl_tol, mkl_max_iter, mkl_warm)
             t_mkl = time.perf_counter() - t0
             weights, alpha = res.weights, res.alpha
             # The most violated group, searched from the classifier's own labels and from the strongest group.
@@ -197,7 +259,14 @@ def cutting_plane(
             betas = [sum(W[t, m] * stack.lift(alpha, t, m) for t in range(T)) for m in range(M)]
             if candidates.shared_across_kernels:
                 # one candidate for the whole group: the group norm of its quad forms is the violation
-                scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                # the classifier's scores, on the instances that decide a candidate only (MIL: positive bags)
+                rows = candidates.scored_instances()
+                if rows is None:
+                    scores = sum(kernels[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
+                else:
+                    scores = np.zeros(inputs.n_rows)
+                    Kr = candidates.scored_rows(kernels)
+                    scores[rows] = sum(Kr[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
                 strongest = int(np.argmax(np.linalg.norm(W, axis=1)))
                 starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0])]
                 idx, sgn, q_new = candidates.most_violated_group(kernels, alpha, starts, enumerate_limit,

@@ -5,6 +5,9 @@
     python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk2 --reps 1
     python docs/experiments/iokl/iokl_mil.py --summarize     # mil_results.md from mil_results.csv only
 
+``mil_results_session4.csv`` keeps the IOKL rows of session 4 (before the bag-level rounding, issue 14): the
+summary shows them beside the current ones.
+
 Every (data set, repetition, fold, method) result is appended to ``mil_results.csv`` next to this script as
 soon as it is computed; a rerun skips what is there (resumable).  ``mil_results.md`` is the summary with the
 thesis's Table 4.5 beside it.  Features are standardised on the training folds; the kernels are the thesis's
@@ -61,10 +64,12 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--out", default=str(HERE / "mil_results.csv"))
     parser.add_argument("--summarize", action="store_true", help="only write the summary of --out")
+    parser.add_argument("--before", default=str(HERE / "mil_results_session4.csv"),
+                        help="earlier results shown beside the current ones (skipped when absent)")
     args = parser.parse_args()
     out = Path(args.out)
     if args.summarize:
-        summarize(out)
+        summarize(out, Path(args.before))
         return
     done = set()
     fresh = not out.exists() or out.stat().st_size == 0
@@ -102,21 +107,26 @@ def main() -> None:
                                          "stop": getattr(model, "stop_reason_", "")})
                         fh.flush()
                         print(name, rep, fold, method, f"{acc:.3f}", flush=True)
-    summarize(out)
+    summarize(out, Path(args.before))
 
 
-def summarize(path: Path) -> None:
-    res = pd.read_csv(path)
+def _accuracy(res: pd.DataFrame) -> tuple[pd.DataFrame, pd.Series, pd.Series]:
+    """Mean, sd and count over repetitions (each repetition the mean of its folds), fits and seconds."""
     per_rep = res.groupby(["dataset", "method", "rep"])["accuracy"].mean().reset_index()
     agg = per_rep.groupby(["dataset", "method"])["accuracy"].agg(["mean", "std", "count"])
-    folds = res.groupby(["dataset", "method"])["fold"].count()
-    secs = res.groupby(["dataset", "method"])["seconds"].mean()
+    return agg, res.groupby(["dataset", "method"])["fold"].count(), res.groupby(["dataset", "method"])["seconds"].mean()
+
+
+def summarize(path: Path, before: Path | None = None) -> None:
+    agg, folds, secs = _accuracy(pd.read_csv(path))
+    old = _accuracy(pd.read_csv(before))[0] if before is not None and before.exists() else None
     lines = ["| data set | method | accuracy % (ours, mean ± sd over repetitions) | repetitions x folds run | "
-             "s per fit | thesis Table 4.5 |", "|---|---|---|---|---|---|"]
+             "s per fit | session 4 (before rounding) | thesis Table 4.5 |", "|---|---|---|---|---|---|---|"]
     for (ds, m), row in agg.iterrows():
         sd = "" if row["count"] < 2 else f" ± {100 * row['std']:.1f}"
+        prev = f"{100 * old.loc[(ds, m), 'mean']:.1f}" if old is not None and (ds, m) in old.index else ""
         lines.append(f"| {ds} | {m} | {100 * row['mean']:.1f}{sd} | {int(row['count'])} reps, {folds[ds, m]} fits | "
-                     f"{secs[ds, m]:.1f} | {THESIS.get(ds, {}).get(m, 'n/a')} |")
+                     f"{secs[ds, m]:.1f} | {prev} | {THESIS.get(ds, {}).get(m, 'n/a')} |")
     path.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
