@@ -249,6 +249,8 @@ class ReducedGradient(_LineSearchSolver):
 
     name = "reduced_gradient"
     requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
+    #: Accept maximal steps that decrease ``F`` (SimpleMKL); the end point still bounds the line search.
+    accept_maximal_steps = True
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, line_search_refinements: int = 10) -> None:
         super().__init__(sigma=sigma, max_backtracks=max_backtracks)
@@ -258,8 +260,12 @@ class ReducedGradient(_LineSearchSolver):
         reg = problem.regularizer
         if getattr(reg, "domain", None) != "simplex":
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
-                             f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
-        super().check(problem)
+                             f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd' "
+                             f"(or 'reduced_gradient_lp' on the lp ball)")
+        self._check_parameters()
+
+    def _check_parameters(self) -> None:
+        _LineSearchSolver.check(self, None)
         if not (isinstance(self.line_search_refinements, int | np.integer) and self.line_search_refinements >= 0):
             raise ValueError(f"line_search_refinements must be a non-negative integer; got "
                              f"{self.line_search_refinements!r}")
@@ -333,7 +339,7 @@ class ReducedGradient(_LineSearchSolver):
                 return best if improved else Stalled("the reduced gradient vanished (stationary up to the "
                                                      "inner precision)")
             c = evaluate(end, best.sol.alpha, with_q=False)
-            if not c.objective < best.objective:
+            if not (self.accept_maximal_steps and c.objective < best.objective):
                 break
             best, improved = evaluate.certify(c), True
             D = self._direction(best.mu, grad)
