@@ -2,25 +2,24 @@
 the reduced-gradient SimpleMKL to the same gap on lp problems").
 
 The library's :class:`~multikernel.plugins.solvers.ReducedGradient` is SimpleMKL's algorithm (Rakotomamonjy et
-al. 2008) on the simplex.  For the lp ball ``{mu >= 0, ||mu||_p <= 1}``, ``1 <= p < inf``, the optimum lies on
-the sphere ``||mu||_p = 1`` (``J(mu)`` does not increase when a weight grows), and the change of variables
-``nu_m = mu_m^p`` maps that sphere one-to-one onto the simplex ``{nu >= 0, sum nu = 1}``.  The problem
+al. 2008) on the simplex: the equality ``sum mu = 1`` is eliminated through the largest weight ``mu_v``, the
+reduced gradient ``r_m = g_m - g_v`` gives the direction, and the solver takes maximal steps (to where a weight
+reaches zero), an Armijo search and a line minimisation.  For the lp ball ``{mu >= 0, ||mu||_p <= 1}`` with
+``1 <= p < inf`` the optimum lies on the sphere ``||mu||_p = 1`` (``J(mu)`` does not increase when a weight
+grows), and the same method applies with that equality eliminated instead (Wolfe's reduced gradient for a
+nonlinear equality): along the sphere ``d mu_v / d mu_m = -(mu_m / mu_v)^{p-1}``, so
 
-    min_{nu in simplex}  G(nu) = F(nu^{1/p}),    dG/dnu_m = dF/dmu_m * mu_m^{1-p} / p,
+    r_m = g_m - g_v (mu_m / mu_v)^{p-1}   (m != v),     D_v = -sum_{m != v} (mu_m / mu_v)^{p-1} D_m,
 
-is convex (``J`` is convex and non-increasing in every weight, ``nu -> nu^{1/p}`` concave for ``p >= 1``), so
-SimpleMKL's reduced gradient, its Armijo search and line minimisation apply unchanged in ``nu``; this
-module runs the library's ``ReducedGradient`` step there, except that it does not stop at the end of a
-maximal step (a weight set to zero, never optimal for ``p > 1``).  It is not one of the
-existing lp solvers: ``projected_gradient`` moves ``mu`` by Euclidean projections onto the ball, ``bcd`` is
-Kloft et al.'s closed-form update; for ``p = 1`` it is SimpleMKL itself.  Every iterate ``mu = nu^{1/p}`` is
-evaluated and certified by the shared outer loop in the original weights, so its gap means what every
-solver's gap means.
+with ``D_m = -r_m`` (zero for a zero weight with ``r_m > 0``), and every trial point ``mu + t D`` is brought back
+onto the sphere by scaling (``D`` is tangent to it, so this changes the step at second order only).  For
+``p = 1`` this is SimpleMKL exactly.  The factor ``(mu_m / mu_v)^{p-1}`` is at most 1 and vanishes at a zero
+weight, so the directions stay bounded where the weights do.  Each direction costs what SimpleMKL's does: an
+SVM solve per trial point, warm-started.
 
-The derivative ``mu_m^{1-p}`` is unbounded as a weight goes to zero (``p > 1``): the lp-MKL optimum keeps every
-weight with ``q_m > 0`` positive, and the gradient pushes zero weights back in.  A zero weight (a warm start,
-or a rounding residue cleared) gets the derivative at ``1e-16`` of the largest weight instead of an infinite
-one.
+It is none of the existing lp solvers: ``projected_gradient`` moves ``mu`` by Euclidean projections onto the
+ball with spectral steps, ``bcd`` is Kloft et al.'s closed-form update, ``smo_mkl`` works on ``alpha``.  Every
+iterate is evaluated and certified by the shared outer loop, so its gap means what every solver's gap means.
 """
 
 from __future__ import annotations
@@ -32,60 +31,13 @@ import numpy as np
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import MKLProblem, Solver
-from multikernel.plugins.solvers import ReducedGradient
-from multikernel.solve.outer import Evaluator, Iterate, Stalled
+from multikernel.plugins.solvers import _RESIDUE, ReducedGradient
 
 __all__ = ["SphereReducedGradient"]
 
-#: A zero weight's derivative factor is taken at this fraction of the largest weight (instead of infinity).
-_FLOOR = 1e-16
-
-
-class _SphereEvaluator:
-    """The evaluator of ``G(nu) = F(nu^{1/p})`` for the reduced-gradient step: evaluations and certificates
-    go to the shared evaluator (and the outer loop) in the weights ``mu = nu^{1/p}``; the iterates it returns
-    hold ``nu``."""
-
-    def __init__(self, inner: Evaluator, p: float) -> None:
-        self.inner, self.p = inner, p
-        self.problem, self.loop = inner.problem, inner.loop
-
-    def to_mu(self, nu: np.ndarray) -> np.ndarray:
-        return np.maximum(nu, 0.0) ** (1.0 / self.p)
-
-    def to_nu(self, it: Iterate) -> Iterate:
-        """An iterate in ``mu`` as one in ``nu`` (a point inside the ball is scaled onto the sphere)."""
-        nu = np.maximum(it.mu, 0.0) ** self.p
-        return Iterate(mu=nu / nu.sum(), sol=it.sol, q=it.q, objective=it.objective, memo=it.memo,
-                       inner_tol=it.inner_tol)
-
-    def to_mu_iterate(self, it: Iterate) -> Iterate:
-        return Iterate(mu=self.to_mu(it.mu), sol=it.sol, q=it.q, objective=it.objective, memo=it.memo,
-                       inner_tol=it.inner_tol)
-
-    def __call__(self, nu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
-        it = self.inner(self.to_mu(nu), alpha0, with_q=with_q)
-        it.mu = nu
-        return it
-
-    def certify(self, it: Iterate) -> Iterate:
-        if it.q is None:
-            done = self.inner.certify(self.to_mu_iterate(it))
-            it.q = done.q
-        return it
-
-    def gradient(self, it: Iterate) -> np.ndarray:
-        """``dG/dnu = dF/dmu * (1/p) nu^{1/p - 1}`` (chain rule), finite at zero weights (module docstring)."""
-        mu = self.to_mu(it.mu)
-        grad_mu = -0.5 * it.q + self.problem.regularizer.penalty_gradient(mu)
-        if self.p == 1.0:
-            return grad_mu
-        nu = np.maximum(it.mu, _FLOOR * float(np.max(it.mu)))
-        return grad_mu * nu ** (1.0 / self.p - 1.0) / self.p
-
 
 class SphereReducedGradient(ReducedGradient):
-    """SimpleMKL's reduced gradient for lp-MKL, on the simplex of ``nu = mu^p`` (module docstring).
+    """SimpleMKL's reduced gradient for lp-MKL, on the sphere ``||mu||_p = 1`` (module docstring).
 
     Needs a regularizer whose domain is the lp ball (``lp_ball``, ``l2_ball``) with ``1 <= p < inf``; the
     parameters are those of :class:`~multikernel.plugins.solvers.ReducedGradient`.
@@ -93,10 +45,7 @@ class SphereReducedGradient(ReducedGradient):
 
     name = "reduced_gradient_lp"
     requires = frozenset({Capability.LP_BALL, Capability.PENALTY_GRADIENT})
-    # The end of a maximal step has a zero weight, where dG/dnu is -inf for p > 1: never the minimum along
-    # the direction, and a point from which the reduced gradient can only creep back (measured: steps of
-    # 1e-11).  The steps stay inside (the Armijo search and the line minimum on [0, gamma_max)).
-    accept_maximal_steps = False
+    p: float = 1.0  # set from the regularizer by check()
 
     def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer
@@ -108,16 +57,24 @@ class SphereReducedGradient(ReducedGradient):
             raise ValueError("reduced_gradient_lp needs a finite p (p = inf fixes every weight at 1: the sum "
                              "kernel); use 'bcd' or 'projected_gradient'")
         self._check_parameters()
+        self.p = float(reg.p)
 
-    def evaluator(self, problem: MKLProblem, loop) -> Evaluator:  # noqa: ANN001 - the OuterLoop
-        evaluate = super().evaluator(problem, loop)
-        evaluate.sphere = _SphereEvaluator(evaluate, float(problem.regularizer.p))
-        return evaluate
+    def _slopes(self, mu: np.ndarray, v: int) -> np.ndarray:
+        """``(mu_m / mu_v)^{p-1}``: minus the derivative of ``mu_v`` along the sphere in ``mu_m``."""
+        return (np.maximum(mu, 0.0) / mu[v]) ** (self.p - 1.0)
 
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
-        sphere = evaluate.sphere
-        nxt = super().step(sphere, sphere.to_nu(it))
-        return nxt if isinstance(nxt, Stalled) else sphere.to_mu_iterate(nxt)
+    def _reduced(self, mu: np.ndarray, grad: np.ndarray, v: int) -> np.ndarray:
+        return grad - grad[v] * self._slopes(mu, v)
+
+    def _complete(self, mu: np.ndarray, D: np.ndarray, v: int) -> np.ndarray:
+        D[v] = 0.0
+        D[v] = -float(self._slopes(mu, v) @ D)
+        return D
+
+    def _finish(self, mu: np.ndarray) -> np.ndarray:
+        mu = np.where(mu > _RESIDUE * float(np.max(mu)), mu, 0.0)
+        top = float(np.max(mu))
+        return mu / (top * float(np.sum((mu / top) ** self.p)) ** (1.0 / self.p))
 
 
 @hookimpl
