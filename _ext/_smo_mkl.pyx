@@ -281,6 +281,14 @@ cdef inline bint _in_low(double y, double a, double C) noexcept nogil:
     return (y < 0 and a < C) or (y > 0 and a > 0)
 
 
+cdef inline Py_ssize_t _shrinkable(double v, double y, double a, double C, double vmin,
+                                   double vmax) noexcept nogil:
+    """1 if a variable at a bound satisfies its KKT condition strictly at the extremes ``vmin``, ``vmax``."""
+    if _in_up(y, a, C):
+        return not _in_low(y, a, C) and v < vmin
+    return v > vmax
+
+
 def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1] C, double[::1] alpha,
           double[:, ::1] U, double[:, ::1] Ubar, double[::1] q, double[::1] F, unsigned char[::1] active,
           double r, double c, int s, double eps, long long max_iter, bint shrinking=True, object fetch=None):
@@ -375,7 +383,8 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     cdef double* Up = &U[0, 0]
     cdef double* Ub = &Ubar[0, 0]
     cdef double* dg = &diag[0, 0]
-    cdef Py_ssize_t m, k, a, i, j, na = 0, nr = 0, l, ks = R.kstride
+    cdef Py_ssize_t m, k, a, i, j, na = 0, nr = 0, l, ks = R.kstride, n_free
+    cdef long long steps_left
     cdef Py_ssize_t shrink_every = n if n < 1000 else 1000
     cdef long long it = 0, newton_total = 0, since_shrink = shrink_every  # a shrink pass first
     cdef int newton_it = 0, converged = 0, interrupted = 0, failed = 0, unshrunk = 0, sign
@@ -444,20 +453,28 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
             if shrinking and since_shrink >= shrink_every:
                 # Variables at a bound that cannot be part of a violating pair at the current extremes.
                 since_shrink = 0
-                l = 0
+                nr = 0
+                n_free = 0
+                for k in range(n):
+                    n_free += alpha[k] > 0.0 and alpha[k] < C[k]
                 for a in range(na):
                     k = act[a]
-                    v = y[k] - F[k]
-                    if _in_up(y[k], alpha[k], C[k]):
-                        if not _in_low(y[k], alpha[k], C[k]) and v < vmin:
+                    rest[a] = _shrinkable(y[k] - F[k], y[k], alpha[k], C[k], vmin, vmax)
+                    nr += rest[a]
+                # Shrink only when the steps it saves (3 M reads per shrunk index and step, until the next
+                # pass or the end of the call) outweigh the rebuild of U, which reads the rows of every free
+                # variable (with most points free, as at large C, it never pays).
+                steps_left = max_iter - it if max_iter - it < shrink_every else shrink_every
+                if 3.0 * nr * steps_left > <double> n_free * n:
+                    l = 0
+                    for a in range(na):
+                        k = act[a]
+                        if rest[a]:
                             active[k] = 0
-                            continue
-                    elif v > vmax:
-                        active[k] = 0
-                        continue
-                    act[l] = k
-                    l += 1
-                na = l
+                        else:
+                            act[l] = k
+                            l += 1
+                    na = l
             # Row i of the combined kernel sum_m theta_m K_m, on the active indices.
             Ri = _row(base, &R, i, -1, &failed)
             if failed:
@@ -563,11 +580,20 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                 q[m] = q[m] + t * (2.0 * g[m] + t * h[m])
                 if q[m] < 0.0:
                     q[m] = 0.0
+            # U, then F and kdiag at the new weights, in one pass over the active indices.
+            N = _norm_weights(&q[0], M, r, w)
+            _set_theta(theta, w, N, M, c, s)
+            for a in range(na):
+                k = act[a]
+                F[k] = 0.0
+                kdiag[k] = 0.0
             for m in range(M):
+                th = theta[m]
                 for a in range(na):
                     k = act[a]
                     Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
-            N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, act, na, &F[0], kdiag)
+                    F[k] += th * Up[m * n + k]
+                    kdiag[k] += th * dg[m * n + k]
         if na < n and not failed:
             # The caller certifies from U and F on every index: rebuild them on the shrunk ones.
             nr = 0
