@@ -20,8 +20,9 @@ not quadratic, and a safeguarded one-dimensional Newton method (bisection whenev
 the bracket of the root of ``phi'``) finds the step.  The pair is chosen by the second-order rule of Fan,
 Chen and Lin (2005) with the curvature of the combined kernel at the current weights (the exact curvature
 adds a non-negative term from the change of the weights, which the Newton step accounts for).  Each step
-updates the ``M x n`` array ``U = [u_m]``, the ``q_m`` and the combined gradient in O(M n), reading two rows
-of every kernel; the stack is the library's (M, n, n) layout, so those rows are contiguous.
+updates the ``M x n`` array ``U = [u_m]``, the ``q_m`` and the combined gradient in O(M |active|), reading
+two rows of every kernel: in place from the library's (M, n, n) layout, or from a cache of rows filled on
+demand for a stack that is not held in memory.  Shrinking (see :func:`solve`) keeps the active set small.
 
 The Python side (:mod:`multikernel.plugins.smo_mkl`) turns the state into certified bounds.
 """

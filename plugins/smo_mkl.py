@@ -283,14 +283,23 @@ class SMOMKL(Solver):
     iterate is certified again from kernel products recomputed from the stack.
 
     Warm start: ``warm_start.alpha`` (made feasible), else an SVM at the warm weights (projected onto the lp
-    ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1``, the
-    ``csvc`` loss on one binary problem, and the kernels in memory (a dense or memory-mapped stack).
+    ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1`` and the
+    ``csvc`` loss on one binary problem.
+
+    Large problems (Vishwanathan et al.'s "scalable" part): with ``shrinking`` the steps work on an active set
+    (libsvm's rule: variables at a bound that satisfy their KKT condition strictly leave it; the gradient is
+    rebuilt and every variable checked before the solve stops, so the certificate is unchanged), applied only
+    when the steps it saves outweigh the rebuild.  A dense or memory-mapped stack is read in place; any other
+    stack (a lazy one) is read through a least-recently-used cache of rows of every kernel
+    (``KernelStack.kernel_rows``) of the stack's ``cache_size`` megabytes, so memory stays O(M n) beside it.
 
     Parameters
     ----------
     steps_per_round : int, optional
         SMO steps between two certificates (one outer iteration); by default a quarter of the number of
         training points (at least 50).  A certificate costs O(M n), about one step.
+    shrinking : bool, default=True
+        Shrink the active set of the SMO steps (the optimum does not depend on it).
     """
 
     name = "smo_mkl"

@@ -249,6 +249,8 @@ class ReducedGradient(_LineSearchSolver):
 
     name = "reduced_gradient"
     requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
+    #: Maximal steps accepted per iteration (None: while they decrease ``F``, as SimpleMKL).
+    max_maximal_steps: int | None = None
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, line_search_refinements: int = 10) -> None:
         super().__init__(sigma=sigma, max_backtracks=max_backtracks)
@@ -341,7 +343,7 @@ class ReducedGradient(_LineSearchSolver):
         if np.max(np.abs(D)) <= tiny or not float(grad @ D) < 0:
             return Stalled("the reduced gradient vanished (stationary up to the inner precision)")
         D, memo = self._conjugate(it.mu, grad, D, it.memo)
-        best, improved = it, False
+        best, improved, taken = it, False, 0
         # Maximal feasible steps: go to where the next weights reach zero while that lowers F.  As in
         # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weights frozen.
         while True:
@@ -350,9 +352,9 @@ class ReducedGradient(_LineSearchSolver):
                 return best if improved else Stalled("the reduced gradient vanished (stationary up to the "
                                                      "inner precision)")
             c = evaluate(end, best.sol.alpha, with_q=False)
-            if not c.objective < best.objective:
+            if not c.objective < best.objective or taken == self.max_maximal_steps:
                 break
-            best, improved = evaluate.certify(c), True
+            best, improved, taken = evaluate.certify(c), True, taken + 1
             D = self._direction(best.mu, grad)
             if np.max(np.abs(D)) <= tiny or not float(evaluate.gradient(best) @ D) < 0:
                 return best

@@ -11,7 +11,6 @@ from _mkl_testing import make_problem, random_problem, reference, solve_mkl
 
 from multikernel.core.capabilities import IncompatiblePartsError, check_compatible, compatible_solvers
 from multikernel.core.registry import get_registry
-from multikernel.plugins.losses import CSVCLoss
 from multikernel.plugins.lp_reduced_gradient import SphereReducedGradient
 from multikernel.plugins.regularizers import L2Ball, LpBall, Simplex
 from multikernel.plugins.smo_mkl import SMOMKL
