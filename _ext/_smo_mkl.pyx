@@ -413,7 +413,7 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
             vmin = INFINITY
             i = -1
             for a in range(na):
-                k = act[a]
+                k = a if na == n else act[a]
                 v = y[k] - F[k]
                 if _in_up(y[k], alpha[k], C[k]) and v > vmax:
                     vmax = v
@@ -484,13 +484,17 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                 krow[act[a]] = 0.0
             for m in range(M):
                 th = theta[m]
-                for a in range(na):
-                    k = act[a]
-                    krow[k] += th * Ri[m * ks + k]
+                if na == n:  # contiguous (vectorised) when nothing is shrunk
+                    for k in range(n):
+                        krow[k] += th * Ri[m * ks + k]
+                else:
+                    for a in range(na):
+                        k = act[a]
+                        krow[k] += th * Ri[m * ks + k]
             j = -1
             best = INFINITY
             for a in range(na):
-                k = act[a]
+                k = a if na == n else act[a]
                 if not _in_low(y[k], alpha[k], C[k]):
                     continue
                 v = y[k] - F[k]
@@ -590,11 +594,17 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                 kdiag[k] = 0.0
             for m in range(M):
                 th = theta[m]
-                for a in range(na):
-                    k = act[a]
-                    Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
-                    F[k] += th * Up[m * n + k]
-                    kdiag[k] += th * dg[m * n + k]
+                if na == n:
+                    for k in range(n):
+                        Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
+                        F[k] += th * Up[m * n + k]
+                        kdiag[k] += th * dg[m * n + k]
+                else:
+                    for a in range(na):
+                        k = act[a]
+                        Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
+                        F[k] += th * Up[m * n + k]
+                        kdiag[k] += th * dg[m * n + k]
         if na < n and not failed:
             # The caller certifies from U and F on every index: rebuild them on the shrunk ones.
             nr = 0

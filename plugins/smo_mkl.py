@@ -286,7 +286,7 @@ class SMOMKL(Solver):
     ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1`` and the
     ``csvc`` loss on one binary problem.
 
-    Large problems (Vishwanathan et al.'s "scalable" part): with ``shrinking`` the steps work on an active set
+    Large problems (Vishwanathan et al.'s "scalable" part): with ``shrinking=True`` the steps work on an active set
     (libsvm's rule: variables at a bound that satisfy their KKT condition strictly leave it; the gradient is
     rebuilt and every variable checked before the solve stops, so the certificate is unchanged), applied only
     when the steps it saves outweigh the rebuild.  A dense or memory-mapped stack is read in place; any other
@@ -298,14 +298,17 @@ class SMOMKL(Solver):
     steps_per_round : int, optional
         SMO steps between two certificates (one outer iteration); by default a quarter of the number of
         training points (at least 50).  A certificate costs O(M n), about one step.
-    shrinking : bool, default=True
-        Shrink the active set of the SMO steps (the optimum does not depend on it).
+    shrinking : bool, default=False
+        Shrink the active set of the SMO steps (the optimum does not depend on it).  Off by default: the
+        shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
+        scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
+        measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
     """
 
     name = "smo_mkl"
     requires = frozenset({Capability.LP_BALL})
 
-    def __init__(self, steps_per_round: int | None = None, shrinking: bool = True) -> None:
+    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False) -> None:
         self.steps_per_round = steps_per_round
         self.shrinking = shrinking
 
@@ -377,7 +380,7 @@ class SMOMKL(Solver):
 
 def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float, lam: float | None = None,
                   eps: float = 1e-8, max_steps: int = 10**6, alpha0: np.ndarray | None = None,
-                  shrinking: bool = True) -> tuple[np.ndarray, np.ndarray, float]:
+                  shrinking: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """SMO-MKL on a kernel array: the library's lp-MKL dual, or the paper's squared-norm form.
 
     Parameters
