@@ -20,12 +20,15 @@ not quadratic, and a safeguarded one-dimensional Newton method (bisection whenev
 the bracket of the root of ``phi'``) finds the step.  The pair is chosen by the second-order rule of Fan,
 Chen and Lin (2005) with the curvature of the combined kernel at the current weights (the exact curvature
 adds a non-negative term from the change of the weights, which the Newton step accounts for).  Each step
-updates the ``M x n`` array ``U = [u_m]``, the ``q_m`` and the combined gradient in O(M n), reading two rows
-of every kernel; the stack is the library's (M, n, n) layout, so those rows are contiguous.
+updates the ``M x n`` array ``U = [u_m]``, the ``q_m`` and the combined gradient in O(M |active|), reading
+two rows of every kernel: in place from the library's (M, n, n) layout, or from a cache of rows filled on
+demand for a stack that is not held in memory.  Shrinking (see :func:`solve`) keeps the active set small.
 
 The Python side (:mod:`multikernel.plugins.smo_mkl`) turns the state into certified bounds.
 """
 
+from cpython.exc cimport PyErr_Clear
+from cpython.ref cimport PyObject
 from cython cimport floating
 from libc.math cimport INFINITY, fabs, pow
 from libc.stdlib cimport free, malloc
@@ -166,37 +169,189 @@ def pair_step(double tmax, double[::1] q, double[::1] g, double[::1] h, double r
     return t, it
 
 
-def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha, double[:, ::1] U,
-          double[::1] q, double[::1] F, double r, double c, int s, double eps, long long max_iter):
+ctypedef struct _Rows:
+    # Where the rows of every kernel at one index l live: ``base + l * lstride`` (a dense stack) or a slot
+    # of the cache (``cached``); the rows of two kernels are ``kstride`` elements apart.
+    Py_ssize_t M, n, kstride, lstride, n_slots
+    int cached
+    Py_ssize_t* slot_of                 # (n,) the slot holding index l, or -1
+    Py_ssize_t* owner                   # (n_slots,) the index a slot holds, or -1
+    long long* stamp                    # (n_slots,) last use, for least-recently-used eviction
+    long long clock, misses
+    PyObject* fetch                     # fetch(l, slot) -> bool fills the slot (cached mode)
+
+
+cdef floating* _row(floating* base, _Rows* R, Py_ssize_t l, Py_ssize_t pin, int* failed) noexcept nogil:
+    """The rows ``K_m[l, :]`` of every kernel (``kstride`` apart); a cache miss evicts the least recently
+    used slot other than the one holding ``pin`` and asks ``fetch`` (with the GIL) to fill it."""
+    cdef Py_ssize_t slot, k
+    cdef long long oldest
+    cdef bint ok
+    if not R.cached:
+        return base + l * R.lstride
+    R.clock += 1
+    slot = R.slot_of[l]
+    if slot < 0:
+        R.misses += 1
+        slot = -1
+        oldest = -1
+        for k in range(R.n_slots):
+            if R.owner[k] >= 0 and R.owner[k] == pin:
+                continue
+            if slot < 0 or R.stamp[k] < oldest:
+                slot = k
+                oldest = R.stamp[k]
+        if R.owner[slot] >= 0:
+            R.slot_of[R.owner[slot]] = -1
+        R.owner[slot] = -1
+        with gil:
+            ok = bool((<object> R.fetch)(l, slot))
+        if not ok:
+            failed[0] = 1
+            return NULL
+        R.owner[slot] = l
+        R.slot_of[l] = slot
+    R.stamp[slot] = R.clock
+    return base + slot * R.M * R.n
+
+
+cdef inline double _combine(const double* q, Py_ssize_t M, Py_ssize_t n, double r, double c, int s,
+                            double* w, double* theta, const double* U, const double* diag,
+                            const Py_ssize_t* idx, Py_ssize_t count, double* F, double* kdiag) noexcept nogil:
+    """The weights at ``q`` (``N``, ``w``, ``theta``) and, on the indices ``idx[:count]``, the gradient's
+    kernel part ``F = sum_m theta_m U[m]`` and the combined diagonal ``kdiag = sum_m theta_m diag[m]``;
+    returns ``N``."""
+    cdef Py_ssize_t m, a, k
+    cdef double N = _norm_weights(q, M, r, w), th
+    _set_theta(theta, w, N, M, c, s)
+    for a in range(count):
+        k = idx[a]
+        F[k] = 0.0
+        kdiag[k] = 0.0
+    for m in range(M):
+        th = theta[m]
+        for a in range(count):
+            k = idx[a]
+            F[k] += th * U[m * n + k]
+            kdiag[k] += th * diag[m * n + k]
+    return N
+
+
+cdef int _reconstruct(floating* base, _Rows* R, const double* y, const double* C, const double* alpha,
+                      double* U, const double* Ubar, const Py_ssize_t* idx, Py_ssize_t count) noexcept nogil:
+    """``U`` on the shrunk indices ``idx[:count]`` from the bound part ``Ubar`` (the ``alpha = C`` terms,
+    kept up to date) and the rows of the free variables: libsvm's gradient reconstruction.  0 on success."""
+    cdef Py_ssize_t M = R.M, n = R.n, m, a, k, l
+    cdef floating* Rl
+    cdef double coef
+    cdef int failed = 0
+    for m in range(M):
+        for a in range(count):
+            k = idx[a]
+            U[m * n + k] = Ubar[m * n + k]
+    for l in range(n):
+        if not (alpha[l] > 0.0 and alpha[l] < C[l]):
+            continue
+        Rl = _row(base, R, l, -1, &failed)
+        if failed:
+            return 1
+        coef = y[l] * alpha[l]
+        for m in range(M):
+            for a in range(count):
+                k = idx[a]
+                U[m * n + k] += coef * Rl[m * R.kstride + k]
+    return 0
+
+
+cdef inline bint _in_up(double y, double a, double C) noexcept nogil:
+    return (y > 0 and a < C) or (y < 0 and a > 0)
+
+
+cdef inline bint _in_low(double y, double a, double C) noexcept nogil:
+    return (y < 0 and a < C) or (y > 0 and a > 0)
+
+
+cdef inline Py_ssize_t _shrinkable(double v, double y, double a, double C, double vmin,
+                                   double vmax) noexcept nogil:
+    """1 if a variable at a bound satisfies its KKT condition strictly at the extremes ``vmin``, ``vmax``."""
+    if _in_up(y, a, C):
+        return not _in_low(y, a, C) and v < vmin
+    return v > vmax
+
+
+def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1] C, double[::1] alpha,
+          double[:, ::1] U, double[:, ::1] Ubar, double[::1] q, double[::1] F, unsigned char[::1] active,
+          double r, double c, int s, double eps, long long max_iter, bint shrinking=True, object fetch=None):
     """Run SMO steps until the maximal KKT violation is at most ``eps`` or ``max_iter`` steps.
+
+    Shrinking (Joachims 1999; libsvm's rule, Fan, Chen and Lin 2005): every ``min(n, 1000)`` steps the
+    variables at a bound whose KKT condition holds with the current extreme violations leave the active set;
+    the steps then select pairs, update ``U``, the gradient and the combined diagonal on the active indices
+    only (``O(M |active|)`` per step).  ``U`` on the shrunk indices is rebuilt from ``Ubar`` (the terms of the
+    variables at their upper bound, updated when one enters or leaves it) and the rows of the free
+    variables -- once when the violation first falls below ``10 eps``, whenever the active set satisfies
+    ``eps`` (the solve stops only if every variable does) and before returning, so the caller always gets
+    the exact ``U`` and ``F`` of every index.
 
     Parameters
     ----------
-    K : (M, n, n) float32 or float64, C-contiguous
-        The kernels (symmetric).
+    K : float32 or float64, C-contiguous
+        ``fetch=None``: the kernels, shape (M, n, n) (symmetric).  Otherwise the row cache, shape
+        (n_slots, M, n) with ``n_slots >= 2``: ``fetch(l, slot)`` stores the rows ``K_m[l, :]`` of every
+        kernel in ``K[slot]`` and returns True (False stops the solve: the caller raises its error); its
+        attributes ``slot_of`` ((n,) intp, -1 where not cached), ``owner`` and ``stamp`` ((n_slots,) intp and
+        int64) and ``clock`` are the cache's least-recently-used bookkeeping, kept between calls.
+    diag : (M, n)
+        The kernels' diagonals.
     y, C : (n,)
         Labels in {-1, +1} and the upper bounds of ``alpha``.
     alpha : (n,)
         Feasible start; updated in place.
-    U : (M, n)
-        ``U[m] = K_m (y * alpha)`` on entry; updated in place.
+    U, Ubar : (M, n)
+        ``U[m] = K_m (y * alpha)`` and ``Ubar[m] = K_m (y * alpha * [alpha == C])`` on entry; updated.
     q, F : (M,), (n,)
         Outputs: the quadratic forms ``q_m`` and ``F = sum_m theta_m U[m]`` at the final ``alpha``.
+    active : (n,) uint8
+        The active set (1: active), kept between calls; updated.
     r, c, s : the objective (module docstring).
     eps : float
         KKT tolerance: ``max_{I_up} (y_k - F_k) - min_{I_low} (y_k - F_k) <= eps`` ends the solve.
     max_iter : int
         Step limit of this call.
+    shrinking : bool
+        Shrink the active set (False: every step works on all indices).
 
     Returns
     -------
-    (n_iter, violation, converged, interrupted, newton_iterations)
+    (n_iter, violation, converged, interrupted, newton_iterations, cache_misses, failed)
+        ``violation`` is that of the active set when the step limit ends the call.
     """
-    cdef Py_ssize_t M = K.shape[0], n = K.shape[1]
-    if K.shape[2] != n or y.shape[0] != n or C.shape[0] != n or alpha.shape[0] != n or F.shape[0] != n:
+    cdef bint cached = fetch is not None
+    cdef Py_ssize_t M = U.shape[0], n = U.shape[1]
+    if y.shape[0] != n or C.shape[0] != n or alpha.shape[0] != n or F.shape[0] != n or active.shape[0] != n:
         raise ValueError("inconsistent shapes")
-    if U.shape[0] != M or U.shape[1] != n or q.shape[0] != M:
-        raise ValueError("U must have shape (M, n) and q shape (M,)")
+    if Ubar.shape[0] != M or Ubar.shape[1] != n or q.shape[0] != M or diag.shape[0] != M or diag.shape[1] != n:
+        raise ValueError("Ubar and diag must have the shape (M, n) of U, and q the shape (M,)")
+    if cached:
+        if K.shape[0] < 2 or K.shape[1] != M or K.shape[2] != n:
+            raise ValueError("the row cache must have shape (n_slots >= 2, M, n)")
+    elif K.shape[0] != M or K.shape[1] != n or K.shape[2] != n:
+        raise ValueError("K must have shape (M, n, n)")
+    cdef _Rows R
+    R.M, R.n, R.cached, R.clock, R.misses = M, n, cached, 0, 0
+    R.kstride = n if cached else n * n
+    R.lstride = n
+    R.n_slots = K.shape[0] if cached else 0
+    R.fetch = <PyObject*> fetch
+    # The cache's bookkeeping lives in the fetch object, so that its rows serve every call of a fit.
+    cdef Py_ssize_t[::1] slot_of = fetch.slot_of if cached else np.full(n, -1, dtype=np.intp)
+    cdef Py_ssize_t[::1] owner = fetch.owner if cached else np.full(1, -1, dtype=np.intp)
+    cdef long long[::1] stamp = fetch.stamp if cached else np.zeros(1, dtype=np.int64)
+    if cached:
+        if slot_of.shape[0] != n or owner.shape[0] != R.n_slots or stamp.shape[0] != R.n_slots:
+            raise ValueError("the cache's slot_of must have length n, and owner and stamp one entry per slot")
+        R.clock = fetch.clock
+    R.slot_of, R.owner, R.stamp = &slot_of[0], &owner[0], &stamp[0]
     cdef double* w = <double*> malloc(M * sizeof(double))
     cdef double* theta = <double*> malloc(M * sizeof(double))
     cdef double* g = <double*> malloc(M * sizeof(double))
@@ -205,55 +360,79 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
     cdef double* wt = <double*> malloc(M * sizeof(double))
     cdef double* krow = <double*> malloc(n * sizeof(double))
     cdef double* kdiag = <double*> malloc(n * sizeof(double))
-    cdef double* diag = <double*> malloc(M * n * sizeof(double))
-    if not (w and theta and g and h and qt and wt and krow and kdiag and diag):
-        free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(diag)
+    cdef Py_ssize_t* act = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    cdef Py_ssize_t* rest = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
+    if not (w and theta and g and h and qt and wt and krow and kdiag and act and rest):
+        free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(act)
+        free(rest)
         raise MemoryError()
-    cdef Py_ssize_t m, k, i, j
-    cdef long long it = 0, newton_total = 0
-    cdef int newton_it = 0, converged = 0, interrupted = 0
-    cdef double N, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin
-    cdef double work = 0.0, step_work = 4.0 * M * n + 1.0
+    cdef floating* base = &K[0, 0, 0]
+    cdef floating* Ri
+    cdef floating* Rj
+    cdef floating* Rl
+    cdef double* Up = &U[0, 0]
+    cdef double* Ub = &Ubar[0, 0]
+    cdef double* dg = &diag[0, 0]
+    cdef Py_ssize_t m, k, a, i, j, na = 0, nr = 0, l, ks = R.kstride, n_free
+    cdef long long steps_left
+    cdef Py_ssize_t shrink_every = n if n < 1000 else 1000
+    cdef long long it = 0, newton_total = 0, since_shrink = shrink_every  # a shrink pass first
+    cdef int newton_it = 0, converged = 0, interrupted = 0, failed = 0, unshrunk = 0, sign
+    cdef double N, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin, th, dl
+    cdef double work = 0.0
     cdef double violation = INFINITY
+    cdef bint up_i, up_j
 
     with nogil:
-        for m in range(M):
-            for k in range(n):
-                diag[m * n + k] = K[m, k, k]
-        # q_m = coef' u_m at the start (exact for the U given).
+        for k in range(n):
+            if active[k] or not shrinking:
+                act[na] = k
+                na += 1
+        # q_m = coef' u_m at the start (exact for the U given), and F, kdiag on every index (U is complete).
         for m in range(M):
             q[m] = 0.0
             for k in range(n):
-                q[m] += y[k] * alpha[k] * U[m, k]
-        N = _norm_weights(&q[0], M, r, w)
-        _set_theta(theta, w, N, M, c, s)
-        # The gradient's kernel part F and the combined kernel's diagonal; after each step they are formed
-        # in the same pass that updates U.
+                q[m] += y[k] * alpha[k] * Up[m * n + k]
         for k in range(n):
-            F[k] = 0.0
-            kdiag[k] = 0.0
-        for m in range(M):
-            for k in range(n):
-                F[k] += theta[m] * U[m, k]
-                kdiag[k] += theta[m] * diag[m * n + k]
+            rest[k] = k
+        N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, n, &F[0], kdiag)
         while True:
             # Working set: i the most violating index of I_up (libsvm's rule in the maximisation form).
             vmax = -INFINITY
             vmin = INFINITY
             i = -1
-            for k in range(n):
+            for a in range(na):
+                k = a if na == n else act[a]
                 v = y[k] - F[k]
-                if (y[k] > 0 and alpha[k] < C[k]) or (y[k] < 0 and alpha[k] > 0):
-                    if v > vmax:
-                        vmax = v
-                        i = k
-                if (y[k] < 0 and alpha[k] < C[k]) or (y[k] > 0 and alpha[k] > 0):
-                    if v < vmin:
-                        vmin = v
+                if _in_up(y[k], alpha[k], C[k]) and v > vmax:
+                    vmax = v
+                    i = k
+                if _in_low(y[k], alpha[k], C[k]) and v < vmin:
+                    vmin = v
             violation = vmax - vmin
-            if violation <= eps or i < 0:
-                converged = 1
-                break
+            if violation <= eps or i < 0 or (shrinking and not unshrunk and violation <= 10.0 * eps):
+                if na < n:
+                    # The active set is (nearly) optimal: check every variable, with exact U (libsvm
+                    # unshrinks once below 10 eps, and before it stops).
+                    unshrunk = unshrunk or violation <= 10.0 * eps
+                    nr = 0
+                    for k in range(n):
+                        if not active[k]:
+                            rest[nr] = k
+                            nr += 1
+                        active[k] = 1
+                        act[k] = k
+                    if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+                        failed = 1
+                        break
+                    na = n
+                    N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
+                    work += 2.0 * M * nr
+                    continue
+                if violation <= eps or i < 0:
+                    converged = 1
+                    break
+                unshrunk = 1
             if it >= max_iter:
                 break
             if work >= SIGNAL_WORK:
@@ -261,16 +440,51 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
                 if signal_pending():
                     interrupted = 1
                     break
-            # Row i of the combined kernel sum_m theta_m K_m.
-            for k in range(n):
-                krow[k] = 0.0
-            for m in range(M):
+            if shrinking and since_shrink >= shrink_every:
+                # Variables at a bound that cannot be part of a violating pair at the current extremes.
+                since_shrink = 0
+                nr = 0
+                n_free = 0
                 for k in range(n):
-                    krow[k] += theta[m] * K[m, i, k]
+                    n_free += alpha[k] > 0.0 and alpha[k] < C[k]
+                for a in range(na):
+                    k = act[a]
+                    rest[a] = _shrinkable(y[k] - F[k], y[k], alpha[k], C[k], vmin, vmax)
+                    nr += rest[a]
+                # Shrink only when the steps it saves (3 M reads per shrunk index and step, until the next
+                # pass or the end of the call) outweigh the rebuild of U, which reads the rows of every free
+                # variable (with most points free, as at large C, it never pays).
+                steps_left = max_iter - it if max_iter - it < shrink_every else shrink_every
+                if 3.0 * nr * steps_left > <double> n_free * n:
+                    l = 0
+                    for a in range(na):
+                        k = act[a]
+                        if rest[a]:
+                            active[k] = 0
+                        else:
+                            act[l] = k
+                            l += 1
+                    na = l
+            # Row i of the combined kernel sum_m theta_m K_m, on the active indices.
+            Ri = _row(base, &R, i, -1, &failed)
+            if failed:
+                break
+            for a in range(na):
+                krow[act[a]] = 0.0
+            for m in range(M):
+                th = theta[m]
+                if na == n:  # contiguous (vectorised) when nothing is shrunk
+                    for k in range(n):
+                        krow[k] += th * Ri[m * ks + k]
+                else:
+                    for a in range(na):
+                        k = act[a]
+                        krow[k] += th * Ri[m * ks + k]
             j = -1
             best = INFINITY
-            for k in range(n):
-                if not ((y[k] < 0 and alpha[k] < C[k]) or (y[k] > 0 and alpha[k] > 0)):
+            for a in range(na):
+                k = a if na == n else act[a]
+                if not _in_low(y[k], alpha[k], C[k]):
                     continue
                 v = y[k] - F[k]
                 b = vmax - v
@@ -284,7 +498,27 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
                     best = score
                     j = k
             if j < 0:
+                if na < n:
+                    violation = 0.0  # unshrink and check every variable
+                    unshrunk = 1
+                    since_shrink = 0
+                    nr = 0
+                    for k in range(n):
+                        if not active[k]:
+                            rest[nr] = k
+                            nr += 1
+                        active[k] = 1
+                        act[k] = k
+                    if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+                        failed = 1
+                        break
+                    na = n
+                    N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
+                    continue
                 converged = 1
+                break
+            Rj = _row(base, &R, j, i, &failed)
+            if failed:
                 break
             # The step along y_i e_i - y_j e_j: coef = y*alpha moves by t (e_i - e_j).
             tmax = C[i] - alpha[i] if y[i] > 0 else alpha[i]
@@ -294,21 +528,24 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
             elif C[j] - alpha[j] < tmax:
                 tmax = C[j] - alpha[j]
             for m in range(M):
-                g[m] = U[m, i] - U[m, j]
-                h[m] = K[m, i, i] + K[m, j, j] - 2.0 * K[m, i, j]
+                g[m] = Up[m * n + i] - Up[m * n + j]
+                h[m] = dg[m * n + i] + dg[m * n + j] - 2.0 * Ri[m * ks + j]
                 if h[m] < 0.0:
                     h[m] = 0.0
             lin = y[i] - y[j]
             t = _pair_step(tmax, &q[0], g, h, M, r, c, s, lin, qt, wt, &newton_it)
             newton_total += newton_it
             it += 1
-            work += step_work
+            since_shrink += 1
+            work += 3.0 * M * na + 1.0
             if t <= 0.0:
                 # No progress along the best pair (violation within rounding): stop as converged.
                 converged = 1
                 break
             if t >= tmax:
                 t = tmax
+            up_i = alpha[i] >= C[i]
+            up_j = alpha[j] >= C[j]
             alpha[i] += t * y[i]
             alpha[j] -= t * y[j]
             # Snap the bound that stopped the step (no rounding residue off the bound).
@@ -321,25 +558,61 @@ def solve(floating[:, :, ::1] K, double[::1] y, double[::1] C, double[::1] alpha
                     alpha[j] = 0.0
                 elif y[j] < 0 and C[j] - alpha[j] <= 1e-12 * C[j]:
                     alpha[j] = C[j]
+            # Ubar holds the terms of the variables at C, on every index (for the reconstruction).
+            for l in range(2):
+                k = i if l == 0 else j
+                sign = (alpha[k] >= C[k]) - (up_i if l == 0 else up_j)
+                if sign != 0:
+                    Rl = Ri if l == 0 else Rj
+                    dl = sign * y[k] * C[k]
+                    for m in range(M):
+                        for a in range(n):
+                            Ub[m * n + a] += dl * Rl[m * ks + a]
+                    work += M * n
             # q(t) is exact from g and h, so the new weights are known before U is updated.
             for m in range(M):
                 q[m] = q[m] + t * (2.0 * g[m] + t * h[m])
                 if q[m] < 0.0:
                     q[m] = 0.0
+            # U, then F and kdiag at the new weights, in one pass over the active indices.
             N = _norm_weights(&q[0], M, r, w)
             _set_theta(theta, w, N, M, c, s)
-            for k in range(n):
+            for a in range(na):
+                k = act[a]
                 F[k] = 0.0
                 kdiag[k] = 0.0
             for m in range(M):
-                for k in range(n):
-                    U[m, k] += t * (K[m, i, k] - K[m, j, k])
-                    F[k] += theta[m] * U[m, k]
-                    kdiag[k] += theta[m] * diag[m * n + k]
+                th = theta[m]
+                if na == n:
+                    for k in range(n):
+                        Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
+                        F[k] += th * Up[m * n + k]
+                        kdiag[k] += th * dg[m * n + k]
+                else:
+                    for a in range(na):
+                        k = act[a]
+                        Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
+                        F[k] += th * Up[m * n + k]
+                        kdiag[k] += th * dg[m * n + k]
+        if na < n and not failed:
+            # The caller certifies from U and F on every index: rebuild them on the shrunk ones.
+            nr = 0
+            for k in range(n):
+                if not active[k]:
+                    rest[nr] = k
+                    nr += 1
+            if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+                failed = 1
+            else:
+                N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
         # Exact q_m = coef' u_m at the end (removes the rounding of the incremental updates).
         for m in range(M):
             q[m] = 0.0
             for k in range(n):
-                q[m] += y[k] * alpha[k] * U[m, k]
-    free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(diag)
-    return int(it), float(violation), bool(converged), bool(interrupted), int(newton_total)
+                q[m] += y[k] * alpha[k] * Up[m * n + k]
+    free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(act)
+    free(rest)
+    if cached:
+        fetch.clock = R.clock
+    return (int(it), float(violation), bool(converged), bool(interrupted), int(newton_total), int(R.misses),
+            bool(failed))

@@ -81,26 +81,82 @@ def lp_weights(q: np.ndarray, p: float) -> tuple[float, np.ndarray]:
     return N, (q / N) ** (r - 1.0)
 
 
-def _dense_kernels(stack: KernelStack) -> np.ndarray:
-    """The (M, n, n) C-contiguous array the Cython loop reads (a subset view is copied once)."""
-    if not isinstance(stack, DenseStack):
-        raise ValueError(f"smo_mkl reads rows of every base kernel and needs them in memory or memory-mapped "
-                         f"(a DenseStack or MemmapStack); got a {type(stack).__name__}. Use "
-                         f"KernelSet(..., backend='dense' or 'memmap'), or an outer solver that only combines kernels "
-                         f"('bcd' or 'projected_gradient')")
-    dense = stack.materialize()
-    if dense.n_rows != dense.n_cols:
+class _DenseRows:
+    """The kernels of an in-memory (or memory-mapped) stack, read by the Cython loop in place."""
+
+    fetch = None
+
+    def __init__(self, K: np.ndarray) -> None:
+        if K.ndim != 3 or K.shape[1] != K.shape[2]:
+            raise ValueError("smo_mkl needs the square training stack")
+        self.buffer = K
+        self.diag = np.ascontiguousarray(np.diagonal(K, axis1=1, axis2=2), dtype=np.float64)
+
+    def products(self, coef: np.ndarray) -> np.ndarray:
+        """``U[m] = K_m coef`` for every kernel, over the support of ``coef`` only, in float64."""
+        support = np.flatnonzero(coef)
+        U = np.zeros((self.buffer.shape[0], self.buffer.shape[1]))
+        for m in range(self.buffer.shape[0]):
+            U[m] = self.buffer[m][:, support] @ coef[support]
+        return U
+
+
+class _CachedRows:
+    """The rows of every kernel of a stack that is not held in memory (a lazy stack), computed when a step
+    needs them (:meth:`~multikernel.stack.storage.KernelStack.kernel_rows`) and kept in a least-recently-used
+    cache of ``stack.cache_size`` megabytes (at least two rows).  One row holds ``M n`` values, so a fit needs
+    O(M n) memory beside the cache, whatever the size of the kernels.
+
+    The Cython loop owns the slots (``slot_of``, ``owner``, ``stamp``, ``clock``); it calls the object with
+    an index and a slot to fill.  An error (Ctrl-C included) is kept in :attr:`error` and re-raised by the
+    caller once the loop has stopped.
+    """
+
+    def __init__(self, stack: KernelStack) -> None:
+        M, n = stack.n_kernels, stack.n_rows
+        self.stack = stack
+        cache_bytes = float(getattr(stack, "cache_size", 200.0)) * 2**20
+        slots = int(min(n, max(2, cache_bytes // (8 * M * n))))
+        self.buffer = np.empty((slots, M, n))
+        self.diag = np.ascontiguousarray(stack.diag(), dtype=np.float64)
+        self.slot_of = np.full(n, -1, dtype=np.intp)
+        self.owner = np.full(slots, -1, dtype=np.intp)
+        self.stamp = np.zeros(slots, dtype=np.int64)
+        self.clock = 0
+        self.error: BaseException | None = None
+        # Rows per kernel_rows call when products are formed: blocks of about block_bytes.
+        self._chunk = max(1, int(getattr(stack, "block_bytes", 256 * 2**20)) // (8 * M * n))
+
+    @property
+    def fetch(self) -> _CachedRows:
+        return self
+
+    def __call__(self, index: int, slot: int) -> bool:
+        try:
+            self.buffer[slot] = self.stack.kernel_rows([index])[:, 0, :]
+        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller, outside the Cython loop
+            self.error = exc
+            return False
+        return True
+
+    def products(self, coef: np.ndarray) -> np.ndarray:
+        """``U[m] = K_m coef`` for every kernel, from the rows of the support of ``coef`` (symmetric kernels)."""
+        support = np.flatnonzero(coef)
+        U = np.zeros((self.stack.n_kernels, self.stack.n_rows))
+        for start in range(0, len(support), self._chunk):
+            rows = support[start:start + self._chunk]
+            U += np.einsum("mln,l->mn", self.stack.kernel_rows(rows), coef[rows])
+        return U
+
+
+def _kernel_rows(stack: KernelStack) -> _DenseRows | _CachedRows:
+    """How the SMO steps read the kernels: in place for a dense or memory-mapped stack (a subset view is
+    copied once), through the row cache for any other stack."""
+    if stack.n_rows != stack.n_cols:
         raise ValueError("smo_mkl needs the square training stack")
-    return dense.data
-
-
-def _kernel_products(K: np.ndarray, coef: np.ndarray) -> np.ndarray:
-    """``U[m] = K_m coef`` for every kernel, over the support of ``coef`` only, in float64."""
-    support = np.flatnonzero(coef)
-    U = np.zeros((K.shape[0], K.shape[1]))
-    for m in range(K.shape[0]):
-        U[m] = K[m][:, support] @ coef[support]
-    return U
+    if isinstance(stack, DenseStack):
+        return _DenseRows(stack.materialize().data)
+    return _CachedRows(stack)
 
 
 def _best_bias(f: np.ndarray, y: np.ndarray, C: np.ndarray) -> float:
@@ -119,31 +175,42 @@ def _best_bias(f: np.ndarray, y: np.ndarray, C: np.ndarray) -> float:
 
 
 class _State:
-    """The SMO-MKL iterate: ``alpha``, ``U = [K_m (y*alpha)]`` and the Cython loop's work buffers."""
+    """The SMO-MKL iterate: ``alpha``, ``U = [K_m (y*alpha)]``, its part ``Ubar`` from the variables at their
+    upper bound, the active set of the shrinking and the Cython loop's work buffers."""
 
-    def __init__(self, K: np.ndarray, y: np.ndarray, C: np.ndarray, alpha: np.ndarray, p: float,
-                 lam: float | None) -> None:
-        self.K, self.y, self.C, self.p = K, y, C, p
+    def __init__(self, rows: _DenseRows | _CachedRows, y: np.ndarray, C: np.ndarray, alpha: np.ndarray, p: float,
+                 lam: float | None, shrinking: bool = True) -> None:
+        self.rows, self.y, self.C, self.p = rows, y, C, p
         self.r = _dual_exponent(p)
         # The objective 1'a - c N^s: the library's lp ball (s = 1), or the paper's squared norm (s = 2).
         self.s, self.c = (1, 0.5) if lam is None else (2, 1.0 / (8.0 * lam))
+        self.shrinking = bool(shrinking)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
+        self.active = np.ones(len(y), dtype=np.uint8)
         self.refresh()
-        self.q = np.zeros(K.shape[0])
-        self.F = np.zeros(K.shape[1])
+        self.q = np.zeros(rows.diag.shape[0])
+        self.F = np.zeros(len(y))
         self.n_steps = 0
         self.newton_iterations = 0
+        self.cache_misses = 0
 
     def refresh(self) -> None:
-        """``U`` recomputed from the kernels (removes the rounding of the incremental updates)."""
-        self.U = np.ascontiguousarray(_kernel_products(self.K, self.y * self.alpha))
+        """``U`` and ``Ubar`` recomputed from the kernels (removes the rounding of the incremental updates)."""
+        coef = self.y * self.alpha
+        self.U = np.ascontiguousarray(self.rows.products(coef))
+        self.Ubar = np.ascontiguousarray(self.rows.products(np.where(self.alpha >= self.C, coef, 0.0)))
 
     def run(self, eps: float, max_steps: int) -> tuple[float, bool]:
         """At most ``max_steps`` SMO steps, stopping at KKT violation ``eps``: (violation, converged)."""
-        steps, violation, converged, interrupted, newton = _smo_mkl.solve(
-            self.K, self.y, self.C, self.alpha, self.U, self.q, self.F, self.r, self.c, self.s, eps, max_steps)
+        steps, violation, converged, interrupted, newton, misses, failed = _smo_mkl.solve(
+            self.rows.buffer, self.rows.diag, self.y, self.C, self.alpha, self.U, self.Ubar, self.q, self.F,
+            self.active, self.r, self.c, self.s, eps, max_steps, self.shrinking, self.rows.fetch)
         self.n_steps += steps
         self.newton_iterations += newton
+        self.cache_misses += misses
+        if failed:
+            error, self.rows.error = self.rows.error, None
+            raise error if error is not None else RuntimeError("the kernel row cache failed")
         if interrupted:
             raise KeyboardInterrupt(f"SMO-MKL interrupted after {self.n_steps} steps")
         return violation, converged
@@ -216,21 +283,34 @@ class SMOMKL(Solver):
     iterate is certified again from kernel products recomputed from the stack.
 
     Warm start: ``warm_start.alpha`` (made feasible), else an SVM at the warm weights (projected onto the lp
-    ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1``, the
-    ``csvc`` loss on one binary problem, and the kernels in memory (a dense or memory-mapped stack).
+    ball), else ``alpha = 0``.  Needs the regularizer ``lp_ball`` (or ``l2_ball``) with ``p > 1`` and the
+    ``csvc`` loss on one binary problem.
+
+    Large problems (Vishwanathan et al.'s "scalable" part): with ``shrinking=True`` the steps work on an active set
+    (libsvm's rule: variables at a bound that satisfy their KKT condition strictly leave it; the gradient is
+    rebuilt and every variable checked before the solve stops, so the certificate is unchanged), applied only
+    when the steps it saves outweigh the rebuild.  A dense or memory-mapped stack is read in place; any other
+    stack (a lazy one) is read through a least-recently-used cache of rows of every kernel
+    (``KernelStack.kernel_rows``) of the stack's ``cache_size`` megabytes, so memory stays O(M n) beside it.
 
     Parameters
     ----------
     steps_per_round : int, optional
         SMO steps between two certificates (one outer iteration); by default a quarter of the number of
         training points (at least 50).  A certificate costs O(M n), about one step.
+    shrinking : bool, default=False
+        Shrink the active set of the SMO steps (the optimum does not depend on it).  Off by default: the
+        shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
+        scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
+        measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
     """
 
     name = "smo_mkl"
     requires = frozenset({Capability.LP_BALL})
 
-    def __init__(self, steps_per_round: int | None = None) -> None:
+    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False) -> None:
         self.steps_per_round = steps_per_round
+        self.shrinking = shrinking
 
     def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer
@@ -242,19 +322,22 @@ class SMOMKL(Solver):
         if self.steps_per_round is not None and not (
                 isinstance(self.steps_per_round, int | np.integer) and self.steps_per_round >= 1):
             raise ValueError(f"steps_per_round must be a positive integer or None; got {self.steps_per_round!r}")
+        if not isinstance(self.shrinking, bool | np.bool_):
+            raise ValueError(f"shrinking must be True or False; got {self.shrinking!r}")
         _csvc_blocks(problem)
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         self.check(problem)
         y, C, qp = _csvc_blocks(problem)
-        K = _dense_kernels(problem.stack)
+        rows = _kernel_rows(problem.stack)
         n = len(y)
         per_round = self.steps_per_round or max(n // 4, 50)
         loop = _SMOLoop(problem)
         converged = interrupted = False
         reason = None
         try:
-            state = _State(K, y, C, self._start(problem, y, C), float(problem.regularizer.p), None)
+            state = _State(rows, y, C, self._start(problem, y, C), float(problem.regularizer.p), None,
+                           self.shrinking)
             loop.record(*state.evaluate(qp))  # the starting point's certificate
             eps = loop.inner_tol
             while not loop.met and loop.n_iter < problem.max_iter:
@@ -296,8 +379,8 @@ class SMOMKL(Solver):
 
 
 def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float, lam: float | None = None,
-                  eps: float = 1e-8, max_steps: int = 10**6, alpha0: np.ndarray | None = None
-                  ) -> tuple[np.ndarray, np.ndarray, float]:
+                  eps: float = 1e-8, max_steps: int = 10**6, alpha0: np.ndarray | None = None,
+                  shrinking: bool = False) -> tuple[np.ndarray, np.ndarray, float]:
     """SMO-MKL on a kernel array: the library's lp-MKL dual, or the paper's squared-norm form.
 
     Parameters
@@ -319,6 +402,8 @@ def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float
         Step limit.
     alpha0 : ndarray of shape (n,), optional
         Starting point (made feasible).
+    shrinking : bool
+        Shrink the active set (see :class:`SMOMKL`); the result does not depend on it beyond ``eps``.
 
     Returns
     -------
@@ -343,7 +428,7 @@ def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float
     if lam is not None and not (float(lam) > 0 and math.isfinite(lam)):
         raise ValueError(f"lam must be a positive number or None; got {lam!r}")
     start = np.zeros(len(y)) if alpha0 is None else _feasible(alpha0, y, Cv)
-    state = _State(Ks, y, Cv, start, p, lam)
+    state = _State(_DenseRows(Ks), y, Cv, start, p, lam, shrinking)
     state.run(eps, max_steps)
     state.refresh()
     coef = y * state.alpha

@@ -250,6 +250,8 @@ class ReducedGradient(_LineSearchSolver):
 
     name = "reduced_gradient"
     requires = frozenset({Capability.SIMPLEX, Capability.PENALTY_GRADIENT})
+    #: Maximal steps accepted per iteration (None: while they decrease ``F``, as SimpleMKL).
+    max_maximal_steps: int | None = None
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, line_search_refinements: int = 10) -> None:
         super().__init__(sigma=sigma, max_backtracks=max_backtracks)
@@ -259,24 +261,42 @@ class ReducedGradient(_LineSearchSolver):
         reg = problem.regularizer
         if getattr(reg, "domain", None) != "simplex":
             raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
-                             f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd'")
-        super().check(problem)
+                             f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd' "
+                             f"(or 'reduced_gradient_lp' on the lp ball)")
+        self._check_parameters()
+
+    def _check_parameters(self) -> None:
+        _LineSearchSolver.check(self, None)
         if not (isinstance(self.line_search_refinements, int | np.integer) and self.line_search_refinements >= 0):
             raise ValueError(f"line_search_refinements must be a non-negative integer; got "
                              f"{self.line_search_refinements!r}")
 
-    @staticmethod
-    def _direction(mu: np.ndarray, grad: np.ndarray) -> np.ndarray:
-        v = int(np.argmax(mu))
-        red = grad - grad[v]
-        D = -red
-        D[(mu <= 0) & (red > 0)] = 0.0
+    # The geometry of the domain, eliminated through its largest weight ``v`` (overridden on the lp sphere by
+    # :class:`multikernel.plugins.lp_reduced_gradient.SphereReducedGradient`).
+    def _reduced(self, mu: np.ndarray, grad: np.ndarray, v: int) -> np.ndarray:
+        """The reduced gradient: ``dF/dmu_m`` along ``e_m`` with ``mu_v`` moving to stay in the domain."""
+        return grad - grad[v]
+
+    def _complete(self, mu: np.ndarray, D: np.ndarray, v: int) -> np.ndarray:
+        """``D`` with ``D_v`` set so that the direction is tangent to the domain (``sum D = 0``)."""
         D[v] = 0.0
         D[v] = -D.sum()
         return D
 
+    def _finish(self, mu: np.ndarray) -> np.ndarray:
+        """A trial point brought back onto the domain, rounding residues cleared."""
+        return _clear_residues(mu)
+
+    def _direction(self, mu: np.ndarray, grad: np.ndarray) -> np.ndarray:
+        v = int(np.argmax(mu))
+        red = self._reduced(mu, grad, v)
+        D = -red
+        D[(mu <= 0) & (red > 0)] = 0.0
+        return self._complete(mu, D, v)
+
     @staticmethod
-    def _maximal_step(mu: np.ndarray, D: np.ndarray, tiny: float) -> tuple[float, np.ndarray]:
+    def _maximal_step(mu: np.ndarray, D: np.ndarray, tiny: float,
+                      finish: Callable[[np.ndarray], np.ndarray] = _clear_residues) -> tuple[float, np.ndarray]:
         """The longest feasible step along ``D`` and its end point, with every weight that reaches zero zeroed.
 
         ``sum D = 0`` and ``D != 0`` give a negative entry, so ``gamma_max`` is finite unless every negative
@@ -290,10 +310,9 @@ class ReducedGradient(_LineSearchSolver):
             return gamma_max, mu
         end = mu + gamma_max * D
         end[ratios <= gamma_max * (1.0 + 1e-9)] = 0.0  # all the weights that reach zero, not only the first
-        return gamma_max, _clear_residues(end)
+        return gamma_max, finish(end)
 
-    @staticmethod
-    def _conjugate(mu: np.ndarray, grad: np.ndarray, D: np.ndarray, memo: _Conjugate | None
+    def _conjugate(self, mu: np.ndarray, grad: np.ndarray, D: np.ndarray, memo: _Conjugate | None
                    ) -> tuple[np.ndarray, _Conjugate]:
         """The conjugate direction (Polak-Ribiere+) to ``D``, the steepest one, in the same reduced space.
 
@@ -312,7 +331,7 @@ class ReducedGradient(_LineSearchSolver):
             return D, now
         beta = max(0.0, float(red @ (red - memo.red)) / max(float(memo.red @ memo.red), 1e-300))
         Dc = np.where(free, -red + beta * memo.D, 0.0)
-        Dc[v] = -Dc.sum()
+        Dc = self._complete(mu, Dc, v)
         if not float(grad @ Dc) < 0:
             return D, now
         return Dc, attrs.evolve(now, D=Dc)
@@ -325,18 +344,18 @@ class ReducedGradient(_LineSearchSolver):
         if np.max(np.abs(D)) <= tiny or not float(grad @ D) < 0:
             return Stalled("the reduced gradient vanished (stationary up to the inner precision)")
         D, memo = self._conjugate(it.mu, grad, D, it.memo)
-        best, improved = it, False
+        best, improved, taken = it, False, 0
         # Maximal feasible steps: go to where the next weights reach zero while that lowers F.  As in
         # SimpleMKL the gradient is not recomputed here; only the direction is, with the zeroed weights frozen.
         while True:
-            gamma_max, end = self._maximal_step(best.mu, D, tiny)
+            gamma_max, end = self._maximal_step(best.mu, D, tiny, self._finish)
             if not math.isfinite(gamma_max):  # only rounding noise points out of the simplex
                 return best if improved else Stalled("the reduced gradient vanished (stationary up to the "
                                                      "inner precision)")
             c = evaluate(end, best.sol.alpha, with_q=False)
-            if not c.objective < best.objective:
+            if not c.objective < best.objective or taken == self.max_maximal_steps:
                 break
-            best, improved = evaluate.certify(c), True
+            best, improved, taken = evaluate.certify(c), True, taken + 1
             D = self._direction(best.mu, grad)
             if np.max(np.abs(D)) <= tiny or not float(evaluate.gradient(best) @ D) < 0:
                 return best
@@ -346,7 +365,7 @@ class ReducedGradient(_LineSearchSolver):
         curvature = c.objective - best.objective - gamma_max * slope
         t0 = -slope * gamma_max**2 / (2.0 * curvature) if curvature > 0 else 0.5 * gamma_max
         t0 = min(max(t0, 0.1 * gamma_max), 0.5 * gamma_max)
-        found = self._armijo(evaluate, best, D, slope, t=t0, finish=_clear_residues)
+        found = self._armijo(evaluate, best, D, slope, t=t0, finish=self._finish)
         if isinstance(found, Stalled):
             return best if improved else found
         nxt = self._line_minimum(evaluate, best, D, found, (gamma_max, c.objective))
@@ -374,7 +393,7 @@ class ReducedGradient(_LineSearchSolver):
             u = b - 0.5 * ((b - a) ** 2 * (fb - fc) - (b - c) ** 2 * (fb - fa)) / den
             if not (a < u < c) or abs(u - b) <= 0.01 * (c - a):
                 break
-            trial = evaluate(_clear_residues(start.mu + u * D), start.sol.alpha, with_q=False)
+            trial = evaluate(self._finish(start.mu + u * D), start.sol.alpha, with_q=False)
             if trial.objective < fb:
                 if u > b:
                     a, fa = b, fb

@@ -173,9 +173,10 @@ def test_estimator_refuses_an_impossible_pair(cancer):
         multikernel.MKLClassifier(method="lpmkl", solver="level").fit(X, y)
     message = str(info.value)
     assert message.startswith("solver 'level' cannot run with regularizer 'lp_ball', which lacks: polyhedral")
-    assert message.endswith("Solvers that work with 'lp_ball': bcd, projected_gradient, smo_mkl.")
+    assert message.endswith("Solvers that work with 'lp_ball': bcd, projected_gradient, reduced_gradient_lp, "
+                            "smo_mkl.")
     assert info.value.missing == {C.POLYHEDRAL, C.CAP}
-    assert info.value.alternatives == ("bcd", "projected_gradient", "smo_mkl")
+    assert info.value.alternatives == ("bcd", "projected_gradient", "reduced_gradient_lp", "smo_mkl")
     assert isinstance(info.value, PluginError)
     with pytest.raises(IncompatiblePartsError, match="lacks: simplex.*work with 'box_simplex': bcd, level, "
                                                      "mirror_descent, projected_gradient, silp"):
@@ -214,7 +215,7 @@ def test_cli_run_refuses_the_pair_with_exit_2(tmp_path, capsys):
     assert main(["run", "--quiet", str(path)]) == 2
     err = capsys.readouterr().err
     assert "solver 'level' cannot run with regularizer 'lp_ball'" in err
-    assert "Solvers that work with 'lp_ball': bcd, projected_gradient, smo_mkl." in err
+    assert "Solvers that work with 'lp_ball': bcd, projected_gradient, reduced_gradient_lp, smo_mkl." in err
 
 
 def test_cli_validate_refuses_the_pair_with_exit_2(tmp_path, capsys):

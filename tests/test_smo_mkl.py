@@ -242,11 +242,8 @@ def test_refuses_bad_parameters_and_lazy_stacks():
     Ks, y = random_problem(12, n=12, M=2)
     with pytest.raises(ValueError, match="steps_per_round must be a positive integer"):
         SMOMKL(steps_per_round=0).solve(_problem(Ks, y))
-    X = np.random.default_rng(0).normal(size=(12, 3))
-    builders = [get_registry().create("kernel", "rbf", gamma=0.5), get_registry().create("kernel", "linear")]
-    lazy = KernelSet(builders, backend="lazy").fit_stack(X)
-    with pytest.raises(ValueError, match="needs them in memory or memory-mapped"):
-        SMOMKL().solve(MKLProblem(stack=lazy, y=y, loss=CSVCLoss(), regularizer=LpBall()))
+    with pytest.raises(ValueError, match="shrinking must be True or False"):
+        SMOMKL(shrinking="yes").solve(_problem(Ks, y))
     with pytest.raises(ValueError, match="lam must be a positive number"):
         solve_lp_dual(Ks, y, 1.0, 2.0, lam=-1.0)
     with pytest.raises(ValueError, match="both classes"):
@@ -266,3 +263,95 @@ def test_subset_stack_is_solved_like_its_copy():
         a = SMOMKL().solve(MKLProblem(stack=view, y=y[rows], loss=CSVCLoss(), regularizer=LpBall(p=2.0)))
     b = SMOMKL().solve(_problem(Ks[:, rows][:, :, rows].copy(), y[rows]))
     assert a.objective == pytest.approx(b.objective, rel=1e-12)
+
+
+# --------------------------------------------------------------------------------------------------
+# shrinking and the row cache of stacks not held in memory
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("p, C", [(1.1, 10.0), (4.0 / 3.0, 1e3), (2.0, 0.1)])
+def test_shrinking_reaches_the_same_certified_optimum(p, C):
+    """Shrinking changes which indices the steps visit, not the problem: both runs stop at the same
+    certified optimum, and the one with shrinking ends with every variable active and KKT-optimal."""
+    Ks, y = random_problem(21, n=80, M=6)
+    runs = {shrink: SMOMKL(shrinking=shrink).solve(_problem(Ks, y, reg=LpBall(p=p), C=C, tol=1e-7, max_iter=3000))
+            for shrink in (True, False)}
+    for res in runs.values():
+        assert res.converged and res.dual_gap <= 1e-7
+    assert runs[True].objective == pytest.approx(runs[False].objective, rel=3e-7)
+    # The paper-form entry point: the same alpha with and without shrinking at a tight KKT tolerance.
+    a1, w1, b1 = solve_lp_dual(Ks, y, C, p, eps=1e-10, shrinking=True)
+    a0, w0, b0 = solve_lp_dual(Ks, y, C, p, eps=1e-10, shrinking=False)
+    assert w1 == pytest.approx(w0, rel=1e-6, abs=1e-9)
+    assert b1 == pytest.approx(b0, rel=1e-5, abs=1e-6)
+
+
+def test_shrinking_state_is_exact_after_each_call():
+    """After every call U equals K_m (y*alpha) on every index (the shrunk ones rebuilt), Ubar the part of
+    the variables at C, and the outputs q and F match them."""
+    from multikernel.plugins.smo_mkl import _DenseRows, _State
+
+    Ks, y = random_problem(22, n=120, M=5)
+    C = np.full(len(y), 5.0)
+    state = _State(_DenseRows(Ks), y, C, np.zeros(len(y)), 1.5, None, shrinking=True)
+    for _ in range(8):
+        state.run(1e-6, 150)
+        coef = y * state.alpha
+        U = np.einsum("mkl,l->mk", Ks, coef)
+        assert np.allclose(state.U, U, rtol=1e-9, atol=1e-9)
+        assert np.allclose(state.Ubar, np.einsum("mkl,l->mk", Ks, np.where(state.alpha >= C, coef, 0.0)),
+                           rtol=1e-9, atol=1e-9)
+        assert state.q == pytest.approx(U @ coef, rel=1e-9, abs=1e-12)
+        _, mu = lp_weights(state.q, 1.5)
+        assert state.F == pytest.approx(mu @ U, rel=1e-8, abs=1e-10)  # theta = mu for the lp ball (s = 1)
+    assert not state.active.all()  # something was shrunk on the way (the test exercises the rebuild)
+
+
+def _lazy_problem(n=60, seed=23, cache_size=200.0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=n) > 0, 1.0, -1.0)
+    registry = get_registry()
+    builders = [registry.create("kernel", "rbf", gamma=g) for g in (0.1, 0.5, 2.0)] + [
+        registry.create("kernel", "linear"), registry.create("kernel", "poly", degree=2)]
+    lazy = KernelSet(builders, backend="lazy", cache_size=cache_size).fit_stack(X)
+    dense = KernelSet(builders, backend="dense").fit_stack(X)
+    return lazy, dense, y
+
+
+@pytest.mark.parametrize("cache_size", [200.0, 1e-6])
+def test_lazy_stack_through_the_row_cache_equals_dense(cache_size):
+    """A lazy stack is read through the row cache (1e-6 MB: two rows, evicted at almost every step) and
+    reaches the optimum of the same kernels held in memory."""
+    lazy, dense, y = _lazy_problem(cache_size=cache_size)
+    assert np.allclose(lazy.kernel_rows([3, 7]), dense.to_array()[:, [3, 7], :], rtol=1e-12, atol=1e-12)
+    kw = dict(y=y, loss=CSVCLoss(C=10.0), regularizer=LpBall(p=4.0 / 3.0), tol=1e-6, max_iter=2000)
+    a = SMOMKL().solve(MKLProblem(stack=lazy, **kw))
+    b = SMOMKL().solve(MKLProblem(stack=dense, **kw))
+    assert a.converged and b.converged
+    assert a.objective == pytest.approx(b.objective, rel=2e-6)
+    assert a.weights == pytest.approx(b.weights, rel=1e-3, abs=1e-5)
+
+
+def test_row_cache_errors_and_interrupts_propagate():
+    from multikernel.plugins.smo_mkl import _CachedRows, _State
+
+    lazy, _, y = _lazy_problem(n=30, cache_size=1e-6)
+    rows = _CachedRows(lazy)
+    assert rows.buffer.shape[0] == 2
+    state = _State(rows, y, np.full(len(y), 1.0), np.zeros(len(y)), 2.0, None)
+
+    def broken(index):
+        raise RuntimeError("feature store unavailable")
+
+    lazy.kernel_rows = broken
+    with pytest.raises(RuntimeError, match="feature store unavailable"):
+        state.run(1e-6, 100)
+
+    def interrupt(index):
+        raise KeyboardInterrupt
+
+    lazy.kernel_rows = interrupt
+    problem = MKLProblem(stack=lazy, y=y, loss=CSVCLoss(), regularizer=LpBall(p=2.0), tol=1e-9)
+    with pytest.warns(FitInterruptedWarning):
+        res = SMOMKL().solve(problem)
+    assert res.interrupted

@@ -289,6 +289,11 @@ class KernelStack:
         """The diagonals of all kernels, float64 of shape (M, n) (square stacks)."""
         raise NotImplementedError
 
+    def kernel_rows(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        """The rows ``rows`` of every kernel, float64 of shape (M, len(rows), n_cols): what a solver that
+        works on the kernels separately (SMO-MKL) reads per step from a stack it cannot hold."""
+        return self.subset(rows, np.arange(self.n_cols)).to_array()
+
     def trace(self) -> np.ndarray:
         """The traces of all kernels, float64 of shape (M,) (square stacks)."""
         return self.diag().sum(axis=1)
@@ -650,6 +655,13 @@ class LazyStack(KernelStack):
 
     def column_provider(self, weights: np.ndarray) -> LazyColumns:
         return LazyColumns(self, weights)
+
+    def kernel_rows(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        r = _index(rows, self.n_rows, "rows")
+        out = np.empty((self.n_kernels, len(r), self.n_cols), dtype=np.float64)
+        for m, K in self._blocks(range(self.n_kernels), self._rows[r], self._cols):  # one pass per group
+            out[m] = K
+        return out
 
     def diag(self) -> np.ndarray:
         self._check_square("diag")
