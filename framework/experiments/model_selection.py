@@ -63,22 +63,30 @@ def resolve_grid(grid: dict[str, list[Any]], n_kernels: int) -> list[dict[str, A
     return list(ParameterGrid(resolved)) if resolved else [{}]
 
 
-def warm_chains(points: Sequence[dict[str, Any]]) -> list[list[int]]:
+def warm_chains(points: Sequence[dict[str, Any]], order: str = "C") -> list[list[int]]:
     """The order in which grid points are fitted, as one chain (a list of index lists, for callers that
     start each chain cold).
 
-    Points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in the first
-    group, down in the second, and so on (a snake), so consecutive points differ in one step.
+    ``order="C"``: points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in
+    the first group, down in the second, and so on (a snake), so consecutive points differ in one step.
+    ``order="parameters"``: grouped by ``C`` (increasing), the other parameters inside each group in grid
+    order, reversed in every second group; with one other parameter (a method's theta, nu, p or v) this is the
+    same snake with the roles swapped.  Along a run of constant ``C`` the previous dual variables stay
+    feasible and the weights move along the method's regularization path; a step of ``C`` changes both.
     """
+    if order not in ("C", "parameters"):
+        raise ValueError(f"order must be 'C' or 'parameters'; got {order!r}")
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
-        key = tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C"))
+        key = (tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C")) if order == "C"
+               else (p.get("C", 0.0),))
         groups.setdefault(key, []).append(i)
-    order: list[int] = []
-    for g, idx in enumerate(groups.values()):
-        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0))
-        order += ranked if g % 2 == 0 else ranked[::-1]
-    return [order]
+    ranked_groups = list(groups.values()) if order == "C" else [groups[k] for k in sorted(groups)]
+    chain: list[int] = []
+    for g, idx in enumerate(ranked_groups):
+        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0)) if order == "C" else idx
+        chain += ranked if g % 2 == 0 else ranked[::-1]
+    return [chain]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -112,20 +120,22 @@ def subset_stack(stack: KernelStack, rows: np.ndarray, cols: np.ndarray) -> Kern
 
 def cross_validate(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
                    spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
-                   warm_start: bool = True, share: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+                   warm_start: bool = True, share: bool = True, warm_order: str = "C"
+                   ) -> tuple[np.ndarray, dict[str, Any]]:
     """Fold accuracies of every grid point, shape (n_points, n_folds), and bookkeeping.
 
     ``folds`` are (train, validation) index pairs into the rows of the square training ``stack``; ``y`` the
     training labels.  Each fold's sub-stacks are taken once and serve every grid point.
     """
-    return cross_validate_methods(stack, y, folds, [(spec, points)], settings, warm_start, share=share)[0]
+    return cross_validate_methods(stack, y, folds, [(spec, points)], settings, warm_start, share=share,
+                                  warm_order=warm_order)[0]
 
 
 def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
                            methods: Sequence[tuple[MethodSpec, Sequence[dict[str, Any]]]],
                            settings: SolveSettings, warm_start: bool = True,
                            guards: Sequence[Callable[[], AbstractContextManager]] | None = None,
-                           share: bool = True) -> list[tuple[np.ndarray, dict[str, Any]]]:
+                           share: bool = True, warm_order: str = "C") -> list[tuple[np.ndarray, dict[str, Any]]]:
     """:func:`cross_validate` for several (method, grid points) pairs on the same folds.
 
     The folds are the outer loop, so each fold's sub-stacks (a contiguous copy for in-memory stacks) are
@@ -155,7 +165,7 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
             failed[j] = True  # until this fold's work has finished
             with guards[j]():
                 _cross_validate_fold(fold_train, fold_val, targets.subset(train), y[val], f, spec, points,
-                                     settings, warm_start, scores, info, shared)
+                                     settings, warm_start, scores, info, shared, warm_order)
                 failed[j] = False
     return results
 
@@ -163,11 +173,11 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
 def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets: Targets, y_val: np.ndarray,
                          f: int, spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
                          warm_start: bool, scores: np.ndarray, info: dict[str, Any],
-                         shared: dict[tuple, FittedMKL] | None = None) -> None:
+                         shared: dict[tuple, FittedMKL] | None = None, warm_order: str = "C") -> None:
     """One fold of one method: every grid point along its warm-start chains; a point whose problem is in
     ``shared`` (fitted by another method on this fold) takes that fit."""
     start = time.perf_counter()
-    for chain in warm_chains(points):
+    for chain in warm_chains(points, warm_order):
         previous: FittedMKL | None = None
         for i in chain:
             key = problem_key(method_parts(spec, points[i]), fold_train.n_kernels) if shared is not None else None

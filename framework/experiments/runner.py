@@ -165,6 +165,8 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[Unit
                 "version": __version__}
     if ex.cv_tol is not None:  # only when set, so that the units of configurations without it keep their fingerprints
         protocol["cv_tol"] = ex.cv_tol
+    if ex.warm_order != "C":  # likewise: only when it differs from the order that came first
+        protocol["warm_order"] = ex.warm_order
     tasks: list[UnitTask] = []
 
     def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
