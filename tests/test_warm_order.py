@@ -79,3 +79,28 @@ def test_config_key_and_fingerprint(tmp_path):
     assert fingerprint() == fingerprint(warm_order="C") != fingerprint(warm_order="parameters")
     with pytest.raises(ConfigError, match="warm_order"):
         experiment_config_from_dict(_config(tmp_path, warm_order="theta"))
+
+
+def test_a_method_can_have_its_own_order(tmp_path):
+    from multikernel.experiments.model_selection import cross_validate_methods
+
+    cfg = _config(tmp_path, warm_order="parameters")
+    cfg["methods"] = [{"method": "l1mkl", "label": "own", "grid": {"C": [0.1, 10.0]}, "warm_order": "C"},
+                      {"method": "l1mkl", "label": "experiment's", "grid": {"C": [0.1, 10.0]}}]
+    config = experiment_config_from_dict(cfg)
+    assert [m.warm_order for m in config.methods] == ["C", None]
+    # A method without the key keeps the fingerprint it had before the key existed: the field is left out.
+    from multikernel.experiments.runner import _method_fields
+
+    assert _method_fields(config.methods[0])["warm_order"] == "C"
+    assert "warm_order" not in _method_fields(config.methods[1])
+    with pytest.raises(ConfigError, match="warm_order"):
+        bad = _config(tmp_path)
+        bad["methods"][0]["warm_order"] = "theta"
+        experiment_config_from_dict(bad)
+    # The method's order is the one its folds walk: with one C-only grid both orders give the same fits.
+    Ks, y = random_problem(4, n=30, M=3)
+    folds = [(np.arange(10, 30), np.arange(10))]
+    results = cross_validate_methods(DenseStack(Ks), y, folds, [(m, resolve_grid(m.grid, 3)) for m in config.methods],
+                                     SolveSettings(tol=1e-3), warm_order="parameters", share=False)
+    np.testing.assert_array_equal(results[0][0], results[1][0])

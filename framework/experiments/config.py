@@ -176,11 +176,14 @@ class EstimatorSpec:
 class MethodSpec(MethodParts):
     """One ``[[methods]]`` entry: a registered method, optional part overrides and its own grid.
 
-    ``grid`` maps ``C`` and ``loss__*``/``regularizer__*``/``solver__*`` parameters to lists of values.
+    ``grid`` maps ``C`` and ``loss__*``/``regularizer__*``/``solver__*`` parameters to lists of values;
+    ``warm_order`` overrides ``[experiment] warm_order`` for this method's grid.
     """
 
     method: str
     grid: dict[str, list[Any]] = attrs.Factory(dict)
+    warm_order: Union[str, None] = attrs.field(  # noqa: UP007
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("C", "parameters"))))
 
 
 @attrs.define

@@ -141,7 +141,8 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
     The folds are the outer loop, so each fold's sub-stacks (a contiguous copy for in-memory stacks) are
     taken once for all the methods and only one fold's copy is alive at a time.  ``guards`` (one per
     method) make the context each method's work of a fold runs in; a guard that swallows an exception
-    marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).
+    marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).  A
+    method's own ``warm_order`` (:class:`~multikernel.experiments.config.MethodSpec`) overrides ``warm_order``.
 
     With ``share``, grid points that are the same problem (:func:`multikernel.experiments.equivalent.problem_key`:
     SGMKL at ``v = 1``, Lp-MKL at ``p = 1`` and SimpleMKL are all L1-MKL) are fitted once per fold, by the first
@@ -165,7 +166,7 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
             failed[j] = True  # until this fold's work has finished
             with guards[j]():
                 _cross_validate_fold(fold_train, fold_val, targets.subset(train), y[val], f, spec, points,
-                                     settings, warm_start, scores, info, shared, warm_order)
+                                     settings, warm_start, scores, info, shared, spec.warm_order or warm_order)
                 failed[j] = False
     return results
 
