@@ -78,7 +78,10 @@ class ExperimentSettings:
     units run: ``"local"`` (``n_jobs`` processes here) or ``"dask"`` (the workers of the Dask scheduler at
     ``scheduler``, e.g. ``"tcp://head-node:8786"``; see :mod:`multikernel.engine`).  ``cv_tol`` is the
     tolerance of the cross-validation fits (``[solver] tol`` when unset): model selection compares fold
-    accuracies, so it can stop at a looser certified gap than the refit at the selected point.
+    accuracies, so it can stop at a looser certified gap than the refit at the selected point.  ``warm_order``
+    is the order of the warm-started walk over a grid (:func:`multikernel.experiments.model_selection.warm_chains`):
+    ``"C"`` (``C`` inside, the other parameters outside) or ``"parameters"`` (the other parameters inside, ``C``
+    outside).
     """
 
     name: str = "experiment"
@@ -95,6 +98,7 @@ class ExperimentSettings:
     engine: str = "local"
     scheduler: Union[str, None] = None  # noqa: UP007
     cv_tol: Union[float, None] = attrs.field(default=None, validator=attrs.validators.optional(positive))  # noqa: UP007
+    warm_order: str = attrs.field(default="C", validator=attrs.validators.in_(("C", "parameters")))
 
 
 @attrs.define
@@ -172,11 +176,14 @@ class EstimatorSpec:
 class MethodSpec(MethodParts):
     """One ``[[methods]]`` entry: a registered method, optional part overrides and its own grid.
 
-    ``grid`` maps ``C`` and ``loss__*``/``regularizer__*``/``solver__*`` parameters to lists of values.
+    ``grid`` maps ``C`` and ``loss__*``/``regularizer__*``/``solver__*`` parameters to lists of values;
+    ``warm_order`` overrides ``[experiment] warm_order`` for this method's grid.
     """
 
     method: str
     grid: dict[str, list[Any]] = attrs.Factory(dict)
+    warm_order: Union[str, None] = attrs.field(  # noqa: UP007
+        default=None, validator=attrs.validators.optional(attrs.validators.in_(("C", "parameters"))))
 
 
 @attrs.define

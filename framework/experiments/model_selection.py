@@ -27,6 +27,7 @@ import numpy as np
 from sklearn.model_selection import ParameterGrid
 
 from multikernel.experiments.config import MethodSpec, evaluate_value
+from multikernel.experiments.equivalent import problem_key
 from multikernel.solve.fit import (
     FittedMKL,
     Parts,
@@ -62,22 +63,30 @@ def resolve_grid(grid: dict[str, list[Any]], n_kernels: int) -> list[dict[str, A
     return list(ParameterGrid(resolved)) if resolved else [{}]
 
 
-def warm_chains(points: Sequence[dict[str, Any]]) -> list[list[int]]:
+def warm_chains(points: Sequence[dict[str, Any]], order: str = "C") -> list[list[int]]:
     """The order in which grid points are fitted, as one chain (a list of index lists, for callers that
     start each chain cold).
 
-    Points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in the first
-    group, down in the second, and so on (a snake), so consecutive points differ in one step.
+    ``order="C"``: points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in
+    the first group, down in the second, and so on (a snake), so consecutive points differ in one step.
+    ``order="parameters"``: grouped by ``C`` (increasing), the other parameters inside each group in grid
+    order, reversed in every second group; with one other parameter (a method's theta, nu, p or v) this is the
+    same snake with the roles swapped.  Along a run of constant ``C`` the previous dual variables stay
+    feasible and the weights move along the method's regularization path; a step of ``C`` changes both.
     """
+    if order not in ("C", "parameters"):
+        raise ValueError(f"order must be 'C' or 'parameters'; got {order!r}")
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
-        key = tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C"))
+        key = (tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C")) if order == "C"
+               else (p.get("C", 0.0),))
         groups.setdefault(key, []).append(i)
-    order: list[int] = []
-    for g, idx in enumerate(groups.values()):
-        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0))
-        order += ranked if g % 2 == 0 else ranked[::-1]
-    return [order]
+    ranked_groups = list(groups.values()) if order == "C" else [groups[k] for k in sorted(groups)]
+    chain: list[int] = []
+    for g, idx in enumerate(ranked_groups):
+        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0)) if order == "C" else idx
+        chain += ranked if g % 2 == 0 else ranked[::-1]
+    return [chain]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,29 +120,36 @@ def subset_stack(stack: KernelStack, rows: np.ndarray, cols: np.ndarray) -> Kern
 
 def cross_validate(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
                    spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
-                   warm_start: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+                   warm_start: bool = True, share: bool = True, warm_order: str = "C"
+                   ) -> tuple[np.ndarray, dict[str, Any]]:
     """Fold accuracies of every grid point, shape (n_points, n_folds), and bookkeeping.
 
     ``folds`` are (train, validation) index pairs into the rows of the square training ``stack``; ``y`` the
     training labels.  Each fold's sub-stacks are taken once and serve every grid point.
     """
-    return cross_validate_methods(stack, y, folds, [(spec, points)], settings, warm_start)[0]
+    return cross_validate_methods(stack, y, folds, [(spec, points)], settings, warm_start, share=share,
+                                  warm_order=warm_order)[0]
 
 
 def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
                            methods: Sequence[tuple[MethodSpec, Sequence[dict[str, Any]]]],
                            settings: SolveSettings, warm_start: bool = True,
-                           guards: Sequence[Callable[[], AbstractContextManager]] | None = None
-                           ) -> list[tuple[np.ndarray, dict[str, Any]]]:
+                           guards: Sequence[Callable[[], AbstractContextManager]] | None = None,
+                           share: bool = True, warm_order: str = "C") -> list[tuple[np.ndarray, dict[str, Any]]]:
     """:func:`cross_validate` for several (method, grid points) pairs on the same folds.
 
     The folds are the outer loop, so each fold's sub-stacks (a contiguous copy for in-memory stacks) are
     taken once for all the methods and only one fold's copy is alive at a time.  ``guards`` (one per
     method) make the context each method's work of a fold runs in; a guard that swallows an exception
-    marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).
+    marks its method as failed, and its remaining folds are skipped (its scores are then incomplete).  A
+    method's own ``warm_order`` (:class:`~multikernel.experiments.config.MethodSpec`) overrides ``warm_order``.
+
+    With ``share``, grid points that are the same problem (:func:`multikernel.experiments.equivalent.problem_key`:
+    SGMKL at ``v = 1``, Lp-MKL at ``p = 1`` and SimpleMKL are all L1-MKL) are fitted once per fold, by the first
+    method that meets them, and that certified fit serves the others (counted in ``cv_shared_fits``).
     """
     results = [(np.full((len(points), len(folds)), np.nan),
-                {"cv_time": 0.0, "cv_fits": 0, "cv_outer_iterations": 0, "cv_gap_max": 0.0})
+                {"cv_time": 0.0, "cv_fits": 0, "cv_shared_fits": 0, "cv_outer_iterations": 0, "cv_gap_max": 0.0})
                for _, points in methods]
     guards = list(guards) if guards is not None else [contextlib.nullcontext] * len(methods)
     failed = [False] * len(methods)
@@ -143,31 +159,41 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
             break
         fold_train = subset_stack(stack, train, train)
         fold_val = subset_stack(stack, val, train)
+        shared: dict[tuple, FittedMKL] | None = {} if share else None  # this fold's fits by problem
         for j, ((spec, points), (scores, info)) in enumerate(zip(methods, results, strict=True)):
             if failed[j]:
                 continue
             failed[j] = True  # until this fold's work has finished
             with guards[j]():
                 _cross_validate_fold(fold_train, fold_val, targets.subset(train), y[val], f, spec, points,
-                                     settings, warm_start, scores, info)
+                                     settings, warm_start, scores, info, shared, spec.warm_order or warm_order)
                 failed[j] = False
     return results
 
 
 def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets: Targets, y_val: np.ndarray,
                          f: int, spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
-                         warm_start: bool, scores: np.ndarray, info: dict[str, Any]) -> None:
-    """One fold of one method: every grid point along its warm-start chains."""
+                         warm_start: bool, scores: np.ndarray, info: dict[str, Any],
+                         shared: dict[tuple, FittedMKL] | None = None, warm_order: str = "C") -> None:
+    """One fold of one method: every grid point along its warm-start chains; a point whose problem is in
+    ``shared`` (fitted by another method on this fold) takes that fit."""
     start = time.perf_counter()
-    for chain in warm_chains(points):
+    for chain in warm_chains(points, warm_order):
         previous: FittedMKL | None = None
         for i in chain:
-            fitted = fit_point(fold_train, targets, spec, points[i], settings,
-                               warm=previous if warm_start else None)
+            key = problem_key(method_parts(spec, points[i]), fold_train.n_kernels) if shared is not None else None
+            fitted = shared.get(key) if key is not None else None
+            if fitted is not None:
+                info["cv_shared_fits"] += 1
+            else:
+                fitted = fit_point(fold_train, targets, spec, points[i], settings,
+                                   warm=previous if warm_start else None)
+                if key is not None:
+                    shared[key] = fitted  # type: ignore[index]
+                info["cv_fits"] += 1
+                info["cv_outer_iterations"] += int(fitted.n_iter.sum())
             scores[i, f] = float(np.mean(fitted.predict(fold_val) == y_val))
             previous = fitted
-            info["cv_fits"] += 1
-            info["cv_outer_iterations"] += int(fitted.n_iter.sum())
             info["cv_gap_max"] = max(info["cv_gap_max"], float(fitted.dual_gap.max()))
     info["cv_time"] += time.perf_counter() - start
 

@@ -153,6 +153,12 @@ def _fingerprint(parts: dict[str, Any], X: np.ndarray, y: np.ndarray) -> str:
     return h.hexdigest()[:16]
 
 
+def _method_fields(m: MethodSpec) -> dict[str, Any]:
+    """A method's fields for its fingerprint; ``warm_order`` only when set, so that the units of methods
+    without it keep their fingerprints."""
+    return attrs.asdict(m, filter=lambda a, v: not (a.name == "warm_order" and v is None))
+
+
 def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[UnitTask]:
     """Every split of ``config`` with all its units (finished or not), in a deterministic order."""
     if config.task is not None:
@@ -165,6 +171,8 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[Unit
                 "version": __version__}
     if ex.cv_tol is not None:  # only when set, so that the units of configurations without it keep their fingerprints
         protocol["cv_tol"] = ex.cv_tol
+    if ex.warm_order != "C":  # likewise: only when it differs from the order that came first
+        protocol["warm_order"] = ex.warm_order
     tasks: list[UnitTask] = []
 
     def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
@@ -172,7 +180,7 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[Unit
         X, y = data[ds.name]
         base = {"kind": kind, "dataset": attrs.asdict(ds), "protocol": protocol, **extra}
         members = [Member(key=f"{prefix}/{m.display_name}", method=m,
-                          fingerprint=_fingerprint({**base, "method": attrs.asdict(m)}, X, y)) for m in methods]
+                          fingerprint=_fingerprint({**base, "method": _method_fields(m)}, X, y)) for m in methods]
         tasks.append(UnitTask(kind=kind, dataset=ds, X=X, y=y, members=members, settings=ex, **common, **kw))
 
     if ex.benchmark:

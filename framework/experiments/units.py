@@ -214,7 +214,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
     cv_solver = task.solver if s.cv_tol is None else attrs.evolve(task.solver, tol=s.cv_tol)
     results = cross_validate_methods(stack, ytr, folds,
                                      [(task.members[k].method, grids[k]) for k in searched], cv_solver,
-                                     warm_start=s.warm_start,
+                                     warm_start=s.warm_start, warm_order=s.warm_order,
                                      guards=[functools.partial(_Recorder, records[k]) for k in searched])
     for k, (scores, info) in zip(searched, results, strict=True):
         if "error" not in records[k]:
