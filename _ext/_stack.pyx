@@ -188,6 +188,30 @@ cdef Py_ssize_t _PARALLEL_MIN_WORK = PARALLEL_MIN_WORK
 cdef inline int _threads(Py_ssize_t work) noexcept nogil:
     return 1 if work < _PARALLEL_MIN_WORK else _MAX_THREADS
 
+cdef inline void _axpy_indexed(double *out, const floating *base, Py_ssize_t stride, const Py_ssize_t *idx,
+                               Py_ssize_t count_total, const double *coef, bint init,
+                               Py_ssize_t n) noexcept nogil:
+    """``out (+)= sum_a coef[idx[a]] * base[idx[a] * stride : + n]``, four rows per pass (``MK_AXPY4``).
+
+    One loop for the combination (rows of several kernels, weighted) and the products (several rows of one
+    kernel, weighted by ``v``): both are a weighted sum of indexed rows of the stack.
+    """
+    cdef Py_ssize_t a, i0, i1, i2, i3
+    cdef int count
+    for a in range(0, count_total, 4):
+        count = <int> min(4, count_total - a)
+        i0 = idx[a]
+        i1 = idx[a + 1] if count > 1 else i0
+        i2 = idx[a + 2] if count > 2 else i0
+        i3 = idx[a + 3] if count > 3 else i0
+        if floating is float:
+            mk_axpy4_f32(out, base + i0 * stride, base + i1 * stride, base + i2 * stride, base + i3 * stride,
+                         coef[i0], coef[i1], coef[i2], coef[i3], count, init and a == 0, n)
+        else:
+            mk_axpy4_f64(out, base + i0 * stride, base + i1 * stride, base + i2 * stride, base + i3 * stride,
+                         coef[i0], coef[i1], coef[i2], coef[i3], count, init and a == 0, n)
+
+
 
 def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
                   const Py_ssize_t[::1] active, double[:, ::1] out, bint accumulate=False,
@@ -200,9 +224,8 @@ def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
     exactly symmetric) only the upper triangle is read and summed, and mirrored: half the bytes.
     """
     cdef Py_ssize_t n_rows = K.shape[1], n_cols = K.shape[2], n_active = active.shape[0]
-    cdef Py_ssize_t i, a, j, c0
-    cdef int count, nt = _threads(n_rows * n_cols * max(n_active, 1))
-    cdef Py_ssize_t m0, m1, m2, m3
+    cdef Py_ssize_t i, j, c0
+    cdef int nt = _threads(n_rows * n_cols * max(n_active, 1))
     if n_rows == 0 or n_cols == 0:
         return
     with nogil:
@@ -213,20 +236,8 @@ def combine_dense(const floating[:, :, ::1] K, const double[::1] weights,
                     for j in range(c0, n_cols):
                         out[i, j] = 0.0
                 continue
-            for a in range(0, n_active, 4):
-                count = <int> min(4, n_active - a)
-                m0 = active[a]
-                m1 = active[a + 1] if count > 1 else m0
-                m2 = active[a + 2] if count > 2 else m0
-                m3 = active[a + 3] if count > 3 else m0
-                if floating is float:
-                    mk_axpy4_f32(&out[i, c0], &K[m0, i, c0], &K[m1, i, c0], &K[m2, i, c0], &K[m3, i, c0],
-                                 weights[m0], weights[m1], weights[m2], weights[m3], count,
-                                 a == 0 and not accumulate, n_cols - c0)
-                else:
-                    mk_axpy4_f64(&out[i, c0], &K[m0, i, c0], &K[m1, i, c0], &K[m2, i, c0], &K[m3, i, c0],
-                                 weights[m0], weights[m1], weights[m2], weights[m3], count,
-                                 a == 0 and not accumulate, n_cols - c0)
+            _axpy_indexed(&out[i, c0], &K[0, i, c0], n_rows * n_cols, &active[0], n_active, &weights[0],
+                          not accumulate, n_cols - c0)
         if symmetric:
             for i in prange(n_rows, schedule="static", num_threads=nt):
                 for j in range(i):
@@ -242,9 +253,8 @@ def combine_rows(const floating[:, :, ::1] K, const double[::1] weights, const P
     to the last bit.  Rows in parallel, four kernels per pass over each output row.
     """
     cdef Py_ssize_t n_idx = idx.shape[0], n_cols = K.shape[2], n_active = active.shape[0]
-    cdef Py_ssize_t r, i, a, j
-    cdef int count, nt = _threads(n_idx * n_cols * max(n_active, 1))
-    cdef Py_ssize_t m0, m1, m2, m3
+    cdef Py_ssize_t r, i, j
+    cdef int nt = _threads(n_idx * n_cols * max(n_active, 1))
     if n_idx == 0 or n_cols == 0:
         return
     with nogil:
@@ -254,18 +264,8 @@ def combine_rows(const floating[:, :, ::1] K, const double[::1] weights, const P
                 for j in range(n_cols):
                     out[r, j] = 0.0
                 continue
-            for a in range(0, n_active, 4):
-                count = <int> min(4, n_active - a)
-                m0 = active[a]
-                m1 = active[a + 1] if count > 1 else m0
-                m2 = active[a + 2] if count > 2 else m0
-                m3 = active[a + 3] if count > 3 else m0
-                if floating is float:
-                    mk_axpy4_f32(&out[r, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
-                                 weights[m0], weights[m1], weights[m2], weights[m3], count, a == 0, n_cols)
-                else:
-                    mk_axpy4_f64(&out[r, 0], &K[m0, i, 0], &K[m1, i, 0], &K[m2, i, 0], &K[m3, i, 0],
-                                 weights[m0], weights[m1], weights[m2], weights[m3], count, a == 0, n_cols)
+            _axpy_indexed(&out[r, 0], &K[0, i, 0], K.shape[1] * n_cols, &active[0], n_active, &weights[0],
+                          True, n_cols)
 
 
 def products_dense(const floating[:, :, ::1] K, const double[::1] v, const Py_ssize_t[::1] rows,
@@ -278,9 +278,8 @@ def products_dense(const floating[:, :, ::1] K, const double[::1] v, const Py_ss
     per pass over each output vector, which stays in cache.
     """
     cdef Py_ssize_t T = kernels.shape[0], n = K.shape[2], s = rows.shape[0]
-    cdef Py_ssize_t t, a, j, m
-    cdef int count, nt = _threads(T * s * n)
-    cdef Py_ssize_t j0, j1, j2, j3
+    cdef Py_ssize_t t, j, m
+    cdef int nt = _threads(T * s * n)
     if n == 0:
         return
     with nogil:
@@ -290,18 +289,7 @@ def products_dense(const floating[:, :, ::1] K, const double[::1] v, const Py_ss
                 for j in range(n):
                     out[t, j] = 0.0
                 continue
-            for a in range(0, s, 4):
-                count = <int> min(4, s - a)
-                j0 = rows[a]
-                j1 = rows[a + 1] if count > 1 else j0
-                j2 = rows[a + 2] if count > 2 else j0
-                j3 = rows[a + 3] if count > 3 else j0
-                if floating is float:
-                    mk_axpy4_f32(&out[t, 0], &K[m, j0, 0], &K[m, j1, 0], &K[m, j2, 0], &K[m, j3, 0],
-                                 v[j0], v[j1], v[j2], v[j3], count, a == 0, n)
-                else:
-                    mk_axpy4_f64(&out[t, 0], &K[m, j0, 0], &K[m, j1, 0], &K[m, j2, 0], &K[m, j3, 0],
-                                 v[j0], v[j1], v[j2], v[j3], count, a == 0, n)
+            _axpy_indexed(&out[t, 0], &K[m, 0, 0], n, &rows[0], s, &v[0], True, n)
 
 
 def combine_gather(const floating[:, :, ::1] K, const double[::1] weights, const Py_ssize_t[::1] active,
