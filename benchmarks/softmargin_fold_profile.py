@@ -23,6 +23,19 @@ from multikernel.experiments.runner import check_experiment, load_experiment_con
 from multikernel.experiments.units import make_kernel_set, split_data
 
 
+def split0_problem(config: str, dataset: str) -> tuple:
+    """The experiment's split 0 of one data set: ``(config, kernel stack of its training part, training labels,
+    the CV folds of the training part)``, as the runner builds them."""
+    cfg = load_experiment_config(config)
+    cfg = attrs.evolve(cfg, datasets=[d for d in cfg.datasets if d.name == dataset])
+    X, y = check_experiment(cfg)[dataset]
+    s = cfg.experiment
+    Xtr, _, ytr, _ = split_data(X, y, cfg.datasets[0], s, 0)
+    stack = make_kernel_set(cfg.kernels, X.shape[1], cfg.preprocessing.standardize).fit_stack(Xtr)
+    folds = list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed).split(np.zeros(len(ytr)), ytr))
+    return cfg, stack, ytr, folds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
@@ -31,13 +44,9 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--cv-tol", type=float, help="the tolerance of the fold's fits (default: cv_tol or tol)")
     args = parser.parse_args()
-    cfg = load_experiment_config(args.config)
-    cfg = attrs.evolve(cfg, datasets=[d for d in cfg.datasets if d.name == args.dataset])
-    X, y = check_experiment(cfg)[args.dataset]
+    cfg, stack, ytr, folds = split0_problem(args.config, args.dataset)
     s = cfg.experiment
-    Xtr, _, ytr, _ = split_data(X, y, cfg.datasets[0], s, 0)
-    stack = make_kernel_set(cfg.kernels, X.shape[1], cfg.preprocessing.standardize).fit_stack(Xtr)
-    fold = list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed).split(np.zeros(len(ytr)), ytr))[:1]
+    fold = folds[:1]
     tol = args.cv_tol or s.cv_tol or cfg.solver.tol
     solver = attrs.evolve(cfg.solver, tol=tol)
     print(f"{args.dataset}: {len(fold[0][0])} training rows, M = {stack.n_kernels}, {solver.stopping} tol {tol:g}")

@@ -20,12 +20,9 @@ import time
 from collections.abc import Iterator
 
 import attrs
-import numpy as np
-from sklearn.model_selection import StratifiedKFold
+from softmargin_fold_profile import split0_problem  # the sibling script (benchmarks/ is on sys.path when run)
 
 from multikernel.experiments.model_selection import cross_validate_methods, resolve_grid, select_best
-from multikernel.experiments.runner import check_experiment, load_experiment_config
-from multikernel.experiments.units import make_kernel_set, split_data
 
 
 @contextlib.contextmanager
@@ -45,13 +42,8 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=1, help="how many of the cv_folds folds to run (default 1)")
     parser.add_argument("--methods", default="", help="labels, comma-separated (default: all)")
     args = parser.parse_args()
-    cfg = load_experiment_config(args.config)
-    cfg = attrs.evolve(cfg, datasets=[d for d in cfg.datasets if d.name == args.dataset])
-    X, y = check_experiment(cfg)[args.dataset]
+    cfg, stack, ytr, folds = split0_problem(args.config, args.dataset)
     s = cfg.experiment
-    Xtr, _, ytr, _ = split_data(X, y, cfg.datasets[0], s, 0)
-    stack = make_kernel_set(cfg.kernels, X.shape[1], cfg.preprocessing.standardize).fit_stack(Xtr)
-    folds = list(StratifiedKFold(s.cv_folds, shuffle=True, random_state=s.seed).split(np.zeros(len(ytr)), ytr))
     folds = folds[:args.folds]
     solver = attrs.evolve(cfg.solver, tol=s.cv_tol or cfg.solver.tol)
     chosen = [m for m in cfg.methods if not args.methods or m.display_name in args.methods.split(",")]
