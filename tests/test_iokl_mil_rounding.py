@@ -11,26 +11,13 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import pytest
+from test_iokl_mil import _mil  # the same drawn bags as the MIL tests
 
 from multikernel import create
 from multikernel.iokl import IOKLMultipleInstanceClassifier, KeyInstanceSet, solve_candidates
 
 pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
               pytest.mark.filterwarnings("ignore:IOKL cutting plane stopped:RuntimeWarning")]
-
-
-def _mil(n_bags: int = 20, seed: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X, bags, labels = [], [], []
-    for b in range(n_bags):
-        k = int(rng.integers(3, 7))
-        pts = rng.normal(size=(k, 3))
-        if b % 2 == 0:
-            pts[rng.integers(k)] += [2.5, 2.5, 0.0]
-        X.append(pts)
-        bags += [b] * k
-        labels += [1 if b % 2 == 0 else -1] * k
-    return np.vstack(X), np.array(labels), np.array(bags)
 
 
 def _one_group_reference(Ks: list[np.ndarray], index: np.ndarray, sign: np.ndarray, C: np.ndarray,
