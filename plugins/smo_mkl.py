@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from multikernel._ext import _smo_mkl
+from multikernel._ext import _smo_mkl, _stack
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, LossBlocks, Method, MKLProblem, MKLResult, Solver
@@ -94,10 +94,10 @@ class _DenseRows:
 
     def products(self, coef: np.ndarray) -> np.ndarray:
         """``U[m] = K_m coef`` for every kernel, over the support of ``coef`` only, in float64."""
-        support = np.flatnonzero(coef)
-        U = np.zeros((self.buffer.shape[0], self.buffer.shape[1]))
-        for m in range(self.buffer.shape[0]):
-            U[m] = self.buffer[m][:, support] @ coef[support]
+        # The stack's own product loop: whole contiguous rows of the support (the kernels are symmetric).
+        U = np.empty((self.buffer.shape[0], self.buffer.shape[1]))
+        _stack.products_dense(self.buffer, np.ascontiguousarray(coef, dtype=np.float64),
+                              np.flatnonzero(coef).astype(np.intp), np.arange(self.buffer.shape[0], dtype=np.intp), U)
         return U
 
 
