@@ -30,7 +30,7 @@ The Python side (:mod:`multikernel.plugins.smo_mkl`) turns the state into certif
 from cpython.exc cimport PyErr_Clear
 from cpython.ref cimport PyObject
 from cython cimport floating
-from libc.math cimport INFINITY, fabs, pow
+from libc.math cimport INFINITY, fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
 from _signals cimport signal_pending
@@ -47,7 +47,7 @@ cdef double _norm_weights(const double* q, Py_ssize_t M, double r, double* w) no
     (every ``u_m`` is zero), and this one gives the pair selection a sensible combined kernel.
     """
     cdef Py_ssize_t m
-    cdef double top = 0.0, acc = 0.0, N, x
+    cdef double top = 0.0, acc = 0.0, x, v
     for m in range(M):
         if q[m] > top:
             top = q[m]
@@ -56,13 +56,31 @@ cdef double _norm_weights(const double* q, Py_ssize_t M, double r, double* w) no
         for m in range(M):
             w[m] = x
         return 0.0
+    if r == 1.0:
+        for m in range(M):
+            w[m] = 1.0
+            if q[m] > 0.0:
+                acc += q[m]
+        return acc
+    # One pow per kernel (none at r = 2, p = 2): v_m = (q_m/top)^(r-1), sum (q_m/top)^r = sum v_m q_m/top and
+    # (q_m/N)^(r-1) = v_m (top/N)^(r-1) = v_m acc^(-(r-1)/r).  This runs several times per SMO step.
     for m in range(M):
         if q[m] > 0.0:
-            acc += pow(q[m] / top, r)
-    N = top * pow(acc, 1.0 / r)
+            x = q[m] / top
+            v = x if r == 2.0 else pow(x, r - 1.0)
+            w[m] = v
+            acc += v * x
+        else:
+            w[m] = 0.0
+    if r == 2.0:
+        x = sqrt(acc)
+        v = 1.0 / x
+    else:
+        x = pow(acc, 1.0 / r)
+        v = x / acc           # acc^(1/r - 1) = acc^(-(r-1)/r)
     for m in range(M):
-        w[m] = pow(q[m] / N, r - 1.0) if q[m] > 0.0 else (1.0 if r == 1.0 else 0.0)
-    return N
+        w[m] *= v
+    return top * x
 
 
 cdef void _pair_derivatives(double t, const double* q, const double* g, const double* h, Py_ssize_t M,
@@ -130,6 +148,10 @@ cdef double _pair_step(double tmax, const double* q, const double* g, const doub
         tn = t - d1 / d2 if d2 < 0.0 else -1.0
         if not (tn > a and tn < b):
             tn = 0.5 * (a + b)
+        elif fabs(tn - t) <= 1e-10 * tn:
+            # Newton converges quadratically: after a step this small the point is exact to rounding, and
+            # evaluating phi' there once more would not move it.
+            return tn
         step = fabs(tn - t)
         t = tn
         _pair_derivatives(t, q, g, h, M, r, c, s, lin, qt, w, &d1, &d2)
@@ -263,6 +285,28 @@ cdef int _reconstruct(floating* base, _Rows* R, const double* y, const double* C
     return 0
 
 
+cdef inline Py_ssize_t _unshrink(floating* base, _Rows* R, const double* y, const double* C,
+                                 const double* alpha, double* U, const double* Ubar, unsigned char* active,
+                                 Py_ssize_t* act, Py_ssize_t* rest, bint reset, const double* q, double r, double c,
+                                 int s, double* w, double* theta, const double* diag, double* F,
+                                 double* kdiag) noexcept nogil:
+    """``U``, ``F`` and the combined diagonal rebuilt on the shrunk indices (:func:`_reconstruct`), and with
+    ``reset`` every variable made active again (``act`` the identity).  Returns the number of indices
+    rebuilt, or -1 when the row cache failed."""
+    cdef Py_ssize_t k, nr = 0
+    for k in range(R.n):
+        if not active[k]:
+            rest[nr] = k
+            nr += 1
+        if reset:
+            active[k] = 1
+            act[k] = k
+    if _reconstruct(base, R, y, C, alpha, U, Ubar, rest, nr):
+        return -1
+    _combine(q, R.M, R.n, r, c, s, w, theta, U, diag, rest, nr, F, kdiag)
+    return nr
+
+
 cdef inline bint _in_up(double y, double a, double C) noexcept nogil:
     return (y > 0 and a < C) or (y < 0 and a > 0)
 
@@ -308,7 +352,8 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     alpha : (n,)
         Feasible start; updated in place.
     U, Ubar : (M, n)
-        ``U[m] = K_m (y * alpha)`` and ``Ubar[m] = K_m (y * alpha * [alpha == C])`` on entry; updated.
+        ``U[m] = K_m (y * alpha)`` and ``Ubar[m] = K_m (y * alpha * [alpha == C])`` on entry; updated
+        (``Ubar`` only with ``shrinking``, the only use of it: otherwise it is neither read nor written).
     q, F : (M,), (n,)
         Outputs: the quadratic forms ``q_m`` and ``F = sum_m theta_m U[m]`` at the final ``alpha``.
     active : (n,) uint8
@@ -415,18 +460,12 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                     # The active set is (nearly) optimal: check every variable, with exact U (libsvm
                     # unshrinks once below 10 eps, and before it stops).
                     unshrunk = unshrunk or violation <= 10.0 * eps
-                    nr = 0
-                    for k in range(n):
-                        if not active[k]:
-                            rest[nr] = k
-                            nr += 1
-                        active[k] = 1
-                        act[k] = k
-                    if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+                    nr = _unshrink(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, &active[0], act, rest, True, &q[0],
+                                   r, c, s, w, theta, dg, &F[0], kdiag)
+                    if nr < 0:
                         failed = 1
                         break
                     na = n
-                    N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
                     work += 2.0 * M * nr
                     continue
                 if violation <= eps or i < 0:
@@ -502,18 +541,11 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                     violation = 0.0  # unshrink and check every variable
                     unshrunk = 1
                     since_shrink = 0
-                    nr = 0
-                    for k in range(n):
-                        if not active[k]:
-                            rest[nr] = k
-                            nr += 1
-                        active[k] = 1
-                        act[k] = k
-                    if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+                    if _unshrink(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, &active[0], act, rest, True, &q[0],
+                                 r, c, s, w, theta, dg, &F[0], kdiag) < 0:
                         failed = 1
                         break
                     na = n
-                    N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
                     continue
                 converged = 1
                 break
@@ -558,8 +590,9 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                     alpha[j] = 0.0
                 elif y[j] < 0 and C[j] - alpha[j] <= 1e-12 * C[j]:
                     alpha[j] = C[j]
-            # Ubar holds the terms of the variables at C, on every index (for the reconstruction).
-            for l in range(2):
+            # Ubar holds the terms of the variables at C, on every index (for the reconstruction, so only
+            # when shrinking: at large C variables enter and leave the bound often, M n each time).
+            for l in range(2 if shrinking else 0):
                 k = i if l == 0 else j
                 sign = (alpha[k] >= C[k]) - (up_i if l == 0 else up_j)
                 if sign != 0:
@@ -595,16 +628,11 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                         F[k] += th * Up[m * n + k]
                         kdiag[k] += th * dg[m * n + k]
         if na < n and not failed:
-            # The caller certifies from U and F on every index: rebuild them on the shrunk ones.
-            nr = 0
-            for k in range(n):
-                if not active[k]:
-                    rest[nr] = k
-                    nr += 1
-            if _reconstruct(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, rest, nr):
+            # The caller certifies from U and F on every index: rebuild them on the shrunk ones (the active
+            # set itself is kept for the next call).
+            if _unshrink(base, &R, &y[0], &C[0], &alpha[0], Up, Ub, &active[0], act, rest, False, &q[0], r, c, s,
+                         w, theta, dg, &F[0], kdiag) < 0:
                 failed = 1
-            else:
-                N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, nr, &F[0], kdiag)
         # Exact q_m = coef' u_m at the end (removes the rounding of the incremental updates).
         for m in range(M):
             q[m] = 0.0

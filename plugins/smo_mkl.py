@@ -195,10 +195,12 @@ class _State:
         self.cache_misses = 0
 
     def refresh(self) -> None:
-        """``U`` and ``Ubar`` recomputed from the kernels (removes the rounding of the incremental updates)."""
+        """``U`` and ``Ubar`` recomputed from the kernels (removes the rounding of the incremental updates);
+        ``Ubar`` only serves the shrinking (the steps neither read nor update it otherwise)."""
         coef = self.y * self.alpha
         self.U = np.ascontiguousarray(self.rows.products(coef))
-        self.Ubar = np.ascontiguousarray(self.rows.products(np.where(self.alpha >= self.C, coef, 0.0)))
+        self.Ubar = (np.ascontiguousarray(self.rows.products(np.where(self.alpha >= self.C, coef, 0.0)))
+                     if self.shrinking else np.zeros_like(self.U))
 
     def run(self, eps: float, max_steps: int) -> tuple[float, bool]:
         """At most ``max_steps`` SMO steps, stopping at KKT violation ``eps``: (violation, converged)."""
