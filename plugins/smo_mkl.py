@@ -187,6 +187,7 @@ class _State:
         self.shrinking = bool(shrinking)
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
         self.active = np.ones(len(y), dtype=np.uint8)
+        self.exact = False  # whether U holds products recomputed from the stack since the last step
         self.refresh()
         self.q = np.zeros(rows.diag.shape[0])
         self.F = np.zeros(len(y))
@@ -201,6 +202,39 @@ class _State:
         self.U = np.ascontiguousarray(self.rows.products(coef))
         self.Ubar = (np.ascontiguousarray(self.rows.products(np.where(self.alpha >= self.C, coef, 0.0)))
                      if self.shrinking else np.zeros_like(self.U))
+        self.exact = True
+
+    def dual(self, alpha: np.ndarray, q: np.ndarray) -> float:
+        """The objective ``1'alpha - c ||q||_{p*}^s`` maximised by the steps, at ``alpha`` with forms ``q``."""
+        return float(np.sum(alpha)) - self.c * lp_weights(q, self.p)[0] ** self.s
+
+    def svm_bounds(self, problem: MKLProblem, loop: OuterLoop, K: np.ndarray) -> tuple[InnerSolution, np.ndarray]:
+        """The C-SVC on the combined kernel ``K = K(mu(alpha))``, warm-started at ``alpha``, and the forms
+        ``q`` of its solution (recomputed from the stack).
+
+        Its primal objective is an upper bound at ``mu(alpha)`` that is tight once the SVM has converged,
+        however far ``alpha`` itself is from satisfying the KKT conditions (the primal from ``alpha`` alone
+        needs a small KKT violation at every point); with ``q`` its ``alpha`` gives a lower bound too.  The
+        SVM is solved at the loop's inner tolerance, tightened at once (warm-started re-solves on the same
+        ``K``) while its own gap is a large part of ``tol``.  When its ``alpha`` has the higher objective,
+        the steps continue from it, with ``U`` exact.
+        """
+        sol = problem.solve_inner(K, self.alpha.copy(), loop.inner_tol)
+        while (sol.primal_objective - sol.dual_objective > 0.25 * problem.tol * max(abs(sol.primal_objective), 1e-12)
+               and loop.tighten_inner_tol()):
+            sol = problem.solve_inner(K, sol.alpha, loop.inner_tol)
+        U = self.rows.products(sol.coef)
+        q = U @ sol.coef
+        alpha = np.asarray(sol.alpha, dtype=np.float64)
+        if (np.array_equal(np.clip(alpha, 0.0, self.C), alpha)
+                and self.dual(alpha, q) > self.dual(self.alpha, self.U @ (self.y * self.alpha))):
+            self.alpha = np.ascontiguousarray(alpha)
+            self.U = np.ascontiguousarray(U)
+            if self.shrinking:
+                self.Ubar = np.ascontiguousarray(self.rows.products(np.where(alpha >= self.C, sol.coef, 0.0)))
+                self.active[:] = 1
+            self.exact = True
+        return sol, q
 
     def run(self, eps: float, max_steps: int) -> tuple[float, bool]:
         """At most ``max_steps`` SMO steps, stopping at KKT violation ``eps``: (violation, converged)."""
@@ -208,6 +242,7 @@ class _State:
             self.rows.buffer, self.rows.diag, self.y, self.C, self.alpha, self.U, self.Ubar, self.q, self.F,
             self.active, self.r, self.c, self.s, eps, max_steps, self.shrinking, self.rows.fetch)
         self.n_steps += steps
+        self.exact = self.exact and steps == 0
         self.newton_iterations += newton
         self.cache_misses += misses
         if failed:
@@ -242,6 +277,12 @@ def _feasible(alpha: np.ndarray, y: np.ndarray, C: np.ndarray) -> np.ndarray:
     elif neg > pos:
         a[y < 0] *= pos / neg
     return a
+
+
+def _meets(loop: OuterLoop, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -> bool:
+    """Whether the bounds of a point, offered to ``loop`` (not recorded as an iteration), meet ``tol``."""
+    loop.offer(mu, sol, q)
+    return loop.met
 
 
 def _csvc_blocks(problem: MKLProblem) -> tuple[np.ndarray, np.ndarray, InnerQP]:
@@ -305,14 +346,26 @@ class SMOMKL(Solver):
         shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
         scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
         measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
+    svm_bounds : bool, default=True
+        On a dense (in-memory or memory-mapped) stack, after every round whose own certificate misses
+        ``tol``, form the combined kernel at ``mu(alpha)`` and solve the C-SVC there, warm-started at
+        ``alpha`` and at the loop's inner tolerance: its primal objective is the upper bound of that round,
+        its ``alpha`` a lower bound, and the steps continue from it when its objective is higher.  The primal
+        from ``alpha`` alone is tight only once every point satisfies its KKT condition closely; at C = 10
+        on the benchmark sets the dual value converged in a third of the steps the primal needed
+        (docs/benchmarks/solvers.md, session 6).  One combination (``M n^2``) and one warm-started SVM per
+        round, each about the cost of ``n/6`` steps.  ``False``: no combined kernel is ever formed (and
+        always so for a lazy stack); the certified gap is exact either way.
     """
 
     name = "smo_mkl"
     requires = frozenset({Capability.LP_BALL})
 
-    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False) -> None:
+    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False, svm_bounds: bool = True
+                 ) -> None:
         self.steps_per_round = steps_per_round
         self.shrinking = shrinking
+        self.svm_bounds = svm_bounds
 
     def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer
@@ -324,8 +377,9 @@ class SMOMKL(Solver):
         if self.steps_per_round is not None and not (
                 isinstance(self.steps_per_round, int | np.integer) and self.steps_per_round >= 1):
             raise ValueError(f"steps_per_round must be a positive integer or None; got {self.steps_per_round!r}")
-        if not isinstance(self.shrinking, bool | np.bool_):
-            raise ValueError(f"shrinking must be True or False; got {self.shrinking!r}")
+        for name in ("shrinking", "svm_bounds"):
+            if not isinstance(getattr(self, name), bool | np.bool_):
+                raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
         _csvc_blocks(problem)
 
     def solve(self, problem: MKLProblem) -> MKLResult:
@@ -335,14 +389,25 @@ class SMOMKL(Solver):
         n = len(y)
         per_round = self.steps_per_round or max(n // 4, 50)
         loop = _SMOLoop(problem)
+        # The combined kernel only for a stack in memory (a lazy one would be read in full every round).
+        combined = CombinedKernel(problem.stack) if self.svm_bounds and isinstance(rows, _DenseRows) else None
         converged = interrupted = False
         reason = None
         try:
             state = _State(rows, y, C, self._start(problem, y, C), float(problem.regularizer.p), None,
                            self.shrinking)
-            loop.record(*state.evaluate(qp))  # the starting point's certificate
+
+            def certify() -> bool:
+                """Record the iterate's certificate (with the SVM bounds when its own misses tol)."""
+                mu, sol, q = state.evaluate(qp)
+                # Not at alpha = 0 (a cold start): an SVM at the start weights did not pay (session 6).
+                if combined is not None and state.alpha.any() and not _meets(loop, mu, sol, q):
+                    sol, q = state.svm_bounds(problem, loop, combined(mu))
+                return loop.record(mu, sol, q)
+
+            met = certify()  # the starting point's certificate
             eps = loop.inner_tol
-            while not loop.met and loop.n_iter < problem.max_iter:
+            while not met and loop.n_iter < problem.max_iter:
                 # The loop tightens its inner tolerance when the gap at mu(alpha) is large against tol.
                 eps = min(eps, loop.inner_tol)
                 _, kkt_met = state.run(eps, int(per_round))
@@ -350,19 +415,18 @@ class SMOMKL(Solver):
                     # Rounds grow while the steps run to their limit: degenerate problems at large C take tens
                     # of thousands of steps (as the inner SMO does on them), and max_iter counts rounds.
                     per_round *= ROUND_GROWTH
-                if loop.record(*state.evaluate(qp)):
+                met = certify()
+                if met and not state.exact:
                     # Certify again from kernel products recomputed from the stack.
                     state.refresh()
-                    converged = loop.record(*state.evaluate(qp))
-                    if converged:
-                        break
-                elif kkt_met:
+                    met = loop.record(*state.evaluate(qp))
+                if not met and kkt_met:
                     if eps <= KKT_FLOOR:
                         reason = (f"the SMO steps reached the finest KKT tolerance ({KKT_FLOOR:g}) without "
                                   "closing the gap")
                         break
                     eps = max(0.1 * eps, KKT_FLOOR)
-            converged = converged or loop.met
+            converged = met or loop.met
         except KeyboardInterrupt:
             interrupted = True
         res = loop.result(converged, interrupted, reason, solver=self.name)
