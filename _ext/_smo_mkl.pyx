@@ -39,6 +39,7 @@ import numpy as np
 
 cdef double TAU = 1e-12                 # curvature floor of the pair selection (libsvm's tau)
 cdef double SIGNAL_WORK = 2e8           # multiply-adds between two checks for Ctrl-C
+cdef double KDIAG_DRIFT = 1e-2          # relative l1 change of theta that makes a step refresh the combined diagonal
 
 cdef double _norm_weights(const double* q, Py_ssize_t M, double r, double* w) noexcept nogil:
     """``N = ||q_+||_r`` and ``w_m = (q_m/N)^(r-1)`` (computed relative to the largest ``q_m``).
@@ -405,11 +406,12 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     cdef double* wt = <double*> malloc(M * sizeof(double))
     cdef double* krow = <double*> malloc(n * sizeof(double))
     cdef double* kdiag = <double*> malloc(n * sizeof(double))
+    cdef double* theta_d = <double*> malloc(M * sizeof(double))  # theta when kdiag was last formed
     cdef Py_ssize_t* act = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
     cdef Py_ssize_t* rest = <Py_ssize_t*> malloc(n * sizeof(Py_ssize_t))
-    if not (w and theta and g and h and qt and wt and krow and kdiag and act and rest):
-        free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(act)
-        free(rest)
+    if not (w and theta and g and h and qt and wt and krow and kdiag and theta_d and act and rest):
+        free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(theta_d)
+        free(act); free(rest)
         raise MemoryError()
     cdef floating* base = &K[0, 0, 0]
     cdef floating* Ri
@@ -423,7 +425,8 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     cdef Py_ssize_t shrink_every = n if n < 1000 else 1000
     cdef long long it = 0, newton_total = 0, since_shrink = shrink_every  # a shrink pass first
     cdef int newton_it = 0, converged = 0, interrupted = 0, failed = 0, unshrunk = 0, sign
-    cdef double N, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin, th, dl
+    cdef double N, vmax, vmin, v, b, a_ij, score, best, t, tmax, lin, th, dl, drift, total
+    cdef bint new_diag
     cdef double work = 0.0
     cdef double violation = INFINITY
     cdef bint up_i, up_j
@@ -441,6 +444,8 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
         for k in range(n):
             rest[k] = k
         N = _combine(&q[0], M, n, r, c, s, w, theta, Up, dg, rest, n, &F[0], kdiag)
+        for m in range(M):
+            theta_d[m] = theta[m]
         while True:
             # Working set: i the most violating index of I_up (libsvm's rule in the maximisation form).
             vmax = -INFINITY
@@ -607,26 +612,43 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
                 q[m] = q[m] + t * (2.0 * g[m] + t * h[m])
                 if q[m] < 0.0:
                     q[m] = 0.0
-            # U, then F and kdiag at the new weights, in one pass over the active indices.
+            # U, then F at the new weights, in one pass over the active indices.  The combined diagonal
+            # only serves the pair selection's curvature estimate, so it is formed again (one more read
+            # of the M x n diagonals) only once theta has drifted by KDIAG_DRIFT since it was formed.
             N = _norm_weights(&q[0], M, r, w)
             _set_theta(theta, w, N, M, c, s)
+            drift = 0.0
+            total = 0.0
+            for m in range(M):
+                drift += fabs(theta[m] - theta_d[m])
+                total += theta_d[m]
+            new_diag = drift > KDIAG_DRIFT * total
+            if new_diag:
+                for m in range(M):
+                    theta_d[m] = theta[m]
             for a in range(na):
                 k = act[a]
                 F[k] = 0.0
-                kdiag[k] = 0.0
+                if new_diag:
+                    kdiag[k] = 0.0
             for m in range(M):
                 th = theta[m]
-                if na == n:
+                if na == n and new_diag:
                     for k in range(n):
                         Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
                         F[k] += th * Up[m * n + k]
                         kdiag[k] += th * dg[m * n + k]
+                elif na == n:
+                    for k in range(n):
+                        Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
+                        F[k] += th * Up[m * n + k]
                 else:
                     for a in range(na):
                         k = act[a]
                         Up[m * n + k] += t * (Ri[m * ks + k] - Rj[m * ks + k])
                         F[k] += th * Up[m * n + k]
-                        kdiag[k] += th * dg[m * n + k]
+                        if new_diag:
+                            kdiag[k] += th * dg[m * n + k]
         if na < n and not failed:
             # The caller certifies from U and F on every index: rebuild them on the shrunk ones (the active
             # set itself is kept for the next call).
@@ -638,8 +660,8 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
             q[m] = 0.0
             for k in range(n):
                 q[m] += y[k] * alpha[k] * Up[m * n + k]
-    free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(act)
-    free(rest)
+    free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(theta_d)
+    free(act); free(rest)
     if cached:
         fetch.clock = R.clock
     return (int(it), float(violation), bool(converged), bool(interrupted), int(newton_total), int(R.misses),

@@ -188,6 +188,7 @@ class _State:
         self.alpha = np.ascontiguousarray(alpha, dtype=np.float64)
         self.active = np.ones(len(y), dtype=np.uint8)
         self.exact = False  # whether U holds products recomputed from the stack since the last step
+        self.pending: np.ndarray | None = None  # a better alpha (of an SVM bound), adopted by the next run
         self.refresh()
         self.q = np.zeros(rows.diag.shape[0])
         self.F = np.zeros(len(y))
@@ -217,27 +218,26 @@ class _State:
         needs a small KKT violation at every point); with ``q`` its ``alpha`` gives a lower bound too.  The
         SVM is solved at the loop's inner tolerance, tightened at once (warm-started re-solves on the same
         ``K``) while its own gap is a large part of ``tol``.  When its ``alpha`` has the higher objective,
-        the steps continue from it, with ``U`` exact.
+        the next steps start from it (:attr:`pending`: its products ``U`` are only formed if the solve goes
+        on, the forms ``q`` read just the upper triangles of the support).
         """
         sol = problem.solve_inner(K, self.alpha.copy(), loop.inner_tol)
         while (sol.primal_objective - sol.dual_objective > 0.25 * problem.tol * max(abs(sol.primal_objective), 1e-12)
                and loop.tighten_inner_tol()):
             sol = problem.solve_inner(K, sol.alpha, loop.inner_tol)
-        U = self.rows.products(sol.coef)
-        q = U @ sol.coef
+        q = problem.quad_forms(sol.coef)
         alpha = np.asarray(sol.alpha, dtype=np.float64)
         if (np.array_equal(np.clip(alpha, 0.0, self.C), alpha)
                 and self.dual(alpha, q) > self.dual(self.alpha, self.U @ (self.y * self.alpha))):
-            self.alpha = np.ascontiguousarray(alpha)
-            self.U = np.ascontiguousarray(U)
-            if self.shrinking:
-                self.Ubar = np.ascontiguousarray(self.rows.products(np.where(alpha >= self.C, sol.coef, 0.0)))
-                self.active[:] = 1
-            self.exact = True
+            self.pending = np.array(alpha)
         return sol, q
 
     def run(self, eps: float, max_steps: int) -> tuple[float, bool]:
         """At most ``max_steps`` SMO steps, stopping at KKT violation ``eps``: (violation, converged)."""
+        if self.pending is not None:
+            self.alpha, self.pending = np.ascontiguousarray(self.pending), None
+            self.active[:] = 1
+            self.refresh()
         steps, violation, converged, interrupted, newton, misses, failed = _smo_mkl.solve(
             self.rows.buffer, self.rows.diag, self.y, self.C, self.alpha, self.U, self.Ubar, self.q, self.F,
             self.active, self.r, self.c, self.s, eps, max_steps, self.shrinking, self.rows.fetch)
@@ -397,15 +397,17 @@ class SMOMKL(Solver):
             state = _State(rows, y, C, self._start(problem, y, C), float(problem.regularizer.p), None,
                            self.shrinking)
 
-            def certify() -> bool:
-                """Record the iterate's certificate (with the SVM bounds when its own misses tol)."""
+            def certify() -> tuple[bool, bool]:
+                """Record the iterate's certificate (with the SVM bounds when its own misses tol): whether
+                it meets tol, and whether its forms were computed from the stack (not the steps' U)."""
                 mu, sol, q = state.evaluate(qp)
                 # Not at alpha = 0 (a cold start): an SVM at the start weights did not pay (session 6).
                 if combined is not None and state.alpha.any() and not _meets(loop, mu, sol, q):
                     sol, q = state.svm_bounds(problem, loop, combined(mu))
-                return loop.record(mu, sol, q)
+                    return loop.record(mu, sol, q), True
+                return loop.record(mu, sol, q), state.exact
 
-            met = certify()  # the starting point's certificate
+            met, _ = certify()  # the starting point's certificate (U is exact there)
             eps = loop.inner_tol
             while not met and loop.n_iter < problem.max_iter:
                 # The loop tightens its inner tolerance when the gap at mu(alpha) is large against tol.
@@ -415,8 +417,8 @@ class SMOMKL(Solver):
                     # Rounds grow while the steps run to their limit: degenerate problems at large C take tens
                     # of thousands of steps (as the inner SMO does on them), and max_iter counts rounds.
                     per_round *= ROUND_GROWTH
-                met = certify()
-                if met and not state.exact:
+                met, exact = certify()
+                if met and not exact:
                     # Certify again from kernel products recomputed from the stack.
                     state.refresh()
                     met = loop.record(*state.evaluate(qp))
