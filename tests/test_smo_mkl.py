@@ -102,7 +102,7 @@ def test_two_points_closed_form(p, C):
 # --------------------------------------------------------------------------------------------------
 # the certified optimum
 # --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("p", [1.33, 2.0, 3.0])
+@pytest.mark.parametrize("p", [1.1, 4.0 / 3.0, 2.0, 3.0], ids=["1.1", "4/3", "2", "3"])
 @pytest.mark.parametrize("case", [
     dict(n=25, positives=11, kinds=["linear", "rbf", "poly", "low_rank"], copies=[1, 1], C=1.0, seed=1),
     dict(n=20, positives=6, kinds=["rbf", "flat_rbf", "linear"], copies=[0], log10_scales=[2.0, -1.5, 0.5],
@@ -247,6 +247,8 @@ def test_refuses_bad_parameters_and_lazy_stacks():
         SMOMKL(steps_per_round=0).solve(_problem(Ks, y))
     with pytest.raises(ValueError, match="shrinking must be True or False"):
         SMOMKL(shrinking="yes").solve(_problem(Ks, y))
+    with pytest.raises(ValueError, match="svm_bounds must be True or False"):
+        SMOMKL(svm_bounds=1).solve(_problem(Ks, y))
     with pytest.raises(ValueError, match="lam must be a positive number"):
         solve_lp_dual(Ks, y, 1.0, 2.0, lam=-1.0)
     with pytest.raises(ValueError, match="both classes"):
