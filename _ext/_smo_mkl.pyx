@@ -18,7 +18,8 @@ One step moves a pair ``(i, j)`` along ``d = y_i e_i - y_j e_j``, which keeps ``
 2 K_m[ij]``, so the objective along the pair costs O(M) to evaluate with its first two derivatives; it is
 not quadratic, and a safeguarded one-dimensional Newton method (bisection whenever a Newton point leaves
 the bracket of the root of ``phi'``) finds the step.  The pair is chosen by the second-order rule of Fan,
-Chen and Lin (2005) with the curvature of the combined kernel at the current weights (the exact curvature
+Chen and Lin (2005) with the curvature of the combined kernel at the current weights (its diagonal formed
+again only once the weights have drifted by 1 % in l1; the exact curvature
 adds a non-negative term from the change of the weights, which the Newton step accounts for).  Each step
 updates the ``M x n`` array ``U = [u_m]``, the ``q_m`` and the combined gradient in O(M |active|), reading
 two rows of every kernel: in place from the library's (M, n, n) layout, or from a cache of rows filled on
