@@ -16,8 +16,8 @@ solver starts cold (uniform weights / alpha = 0) and stops at the certified rela
 KeyboardInterrupt, which every solver turns into its best certified iterate).  Times are CPU times of the
 process with one BLAS thread (the benchmark machines are shared: wall times there mostly measure waiting for
 a core; wall times are printed too).  Reported: time to the gap,
-outer iterations, SVM solves (calls of the inner C-SVC solver; SMO-MKL makes none), the certified gap,
-test accuracy, and ratios in the same run: per problem each solver's time over the fastest one's.
+outer iterations, SVM solves (calls of the inner C-SVC solver; SMO-MKL makes them only for its bounds), the
+certified gap, test accuracy, and ratios in the same run: per problem each solver's time over the fastest one's.
 
 Run from the repository root::
 

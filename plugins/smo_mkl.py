@@ -512,7 +512,8 @@ def solve_lp_dual(Ks: np.ndarray, y: np.ndarray, C: float | np.ndarray, p: float
 
 METHOD = Method(
     name="smo_mkl",
-    summary="Lp-MKL (default p = 4/3) by SMO-MKL: SMO over alpha with the weights in closed form, no SVM solves.",
+    summary="Lp-MKL (default p = 4/3) by SMO-MKL: SMO over alpha with the weights in closed form, SVMs only to "
+            "certify.",
     loss="csvc", regularizer="lp_ball", solver="smo_mkl", regularizer_params={"p": 4.0 / 3.0},
     citation="Vishwanathan, Sun, Theera-Ampornpunt and Varma, Multiple Kernel Learning and the SMO Algorithm, "
              "NIPS 2010; Kloft, Brefeld, Sonnenburg and Zien, JMLR 12:953-997, 2011 (lp-MKL).",
