@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_array
 
+from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks
@@ -129,6 +130,10 @@ class KernelSet:
         self.n_train_ = n
         if self.backend_ == "lazy":
             return self._fit_lazy(X)
+        with small_pages():  # written once: huge-page faults cost more than the build (multikernel._pages)
+            return self._fit_dense(X, n)
+
+    def _fit_dense(self, X: np.ndarray, n: int) -> KernelStack:
         norm_all = self._empty_normalization(len(self.builders), n)
         data, finish = self._allocate((len(self.builders), n, n))
         # float64 kernels sharing a base are mapped straight into the stack (no temporary, no copy)
