@@ -154,3 +154,25 @@ def test_bag_level_fit_with_the_reused_rounding_equals_a_fresh_rounding_solve(th
     ids = np.unique(bags)
     fresh_pred = np.where([scores[bags == b].max() > 0 for b in ids], 1, -1)
     np.testing.assert_array_equal(clf.predict(X, bags), fresh_pred)
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.7])
+def test_key_instance_evaluator_forms_from_the_support_rows_equal_the_direct_forms(offset):
+    X, labels, bags = _mil(14, seed=2)
+    stack = KernelSet(default_kernels()).fit_stack(X)
+    Ks = [np.asarray(stack.kernel(m)) for m in range(4)]
+    lists = [np.flatnonzero(bags == b) for b in np.unique(bags)]
+    cset = KeyInstanceSet(lists, np.where(np.unique(bags) % 2 == 0, 1.0, -1.0))
+    rng = np.random.default_rng(1)
+    alpha = rng.random(cset.n_units) * (rng.random(cset.n_units) < 0.4)  # a sparse alpha, as an SVM's
+    alpha /= alpha.sum()
+    evaluate = cset._evaluator(Ks, alpha, offset)
+    for seed in range(3):
+        index, sign = cset.from_scores(np.random.default_rng(seed).normal(size=len(X)))
+        q, linear = evaluate(index, sign)
+        u = cset.lift(alpha, index, sign)[0]
+        np.testing.assert_allclose(q, [u @ K @ u + offset * u.sum() ** 2 for K in Ks], rtol=1e-12, atol=1e-15)
+        w = rng.random(4)
+        rows = cset.scored_instances()
+        direct = sum(wm * (K @ u + offset * u.sum()) for wm, K in zip(w, Ks, strict=True))
+        np.testing.assert_allclose(linear(w)[rows], direct[rows], rtol=1e-12, atol=1e-15)
