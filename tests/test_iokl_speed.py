@@ -176,3 +176,25 @@ def test_key_instance_evaluator_forms_from_the_support_rows_equal_the_direct_for
         rows = cset.scored_instances()
         direct = sum(wm * (K @ u + offset * u.sum()) for wm, K in zip(w, Ks, strict=True))
         np.testing.assert_allclose(linear(w)[rows], direct[rows], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_io_columns_of_shared_units_only_equal_the_dense_combination(uniform):
+    """Requests of shared units only (the SMO's usual block) take the view path; one sign or mixed signs."""
+    from multikernel.iokl import IOColumns, IOStack
+
+    X = np.random.default_rng(7).normal(size=(16, 3))
+    inputs = KernelSet([create("kernel", "rbf"), create("kernel", "laplacian")]).fit_stack(X)
+    shared = np.arange(5, 16)
+    shared_sign = -np.ones(11) if uniform else np.where(np.arange(11) % 3 == 0, 1.0, -1.0)
+    index = np.array([np.r_[[0, 3], shared], np.r_[[1, 4], shared]])
+    sign = np.tile(np.r_[np.ones(2), shared_sign], (2, 1))
+    stack = IOStack(inputs, index, sign, offset=0.3)
+    w = np.array([0.4, 0.0, 0.9, 0.2])
+    cols = stack.column_provider(w)
+    assert isinstance(cols, IOColumns)
+    dense = stack.combine(w)
+    for idx in (np.array([2, 5, 12]), np.array([12, 3, 4, 9]), np.array([0, 7, 1])):
+        out = np.full((len(idx), stack.n_rows), np.nan)
+        cols.columns(idx, out)
+        np.testing.assert_allclose(out, dense[idx], rtol=1e-12, atol=1e-12)

@@ -283,6 +283,11 @@ class IOColumns(KernelColumns):
         # offset * sum_{t,m} d s s' is the rank-|pairs| product S' diag(w) S
         self._S = stack.sign[t_, m_]
         self._wS = (stack.offset * self.W[t_, m_])[:, None] * self._S
+        # the shared units' instances and signs (the same in every group)
+        self._tail_ind = stack.index[0, 0, self.a:]
+        self._tail_sg = stack.sign[0, 0, self.a:]
+        self._tail_sign = float(self._tail_sg[0]) if len(self._tail_sg) and np.all(
+            self._tail_sg == self._tail_sg[0]) else None  # one sign for every shared unit (MIL: -1)
 
     def column(self, i: int, out: np.ndarray) -> None:
         self.columns(np.array([i]), out[None])
@@ -302,8 +307,9 @@ class IOColumns(KernelColumns):
                 rows *= (w * sg[idx[varying]])[:, None]
                 out[varying] += rows
         if len(shared) and a < self.n:
+            # every column asked for is a shared unit's (the usual request): rows of out as a view, no gather
+            rows = slice(None) if len(shared) == len(idx) else shared
             inst, sg = st.index[0, 0, idx[shared]], st.sign[0, 0, idx[shared]]
-            tail_ind, tail_sg = st.index[0, 0, a:], st.sign[0, 0, a:]
             # sum_m (sum_t d_{t,m}) K_m[inst, :]: contiguous rows, added before the one gather of the tail
             R = None
             for m in np.flatnonzero(self._summed):
@@ -311,13 +317,19 @@ class IOColumns(KernelColumns):
                 if a:  # the varying units' entries of these rows, per candidate (a few columns)
                     for t in np.flatnonzero(self.W[:, m]):
                         ind, s_t = st.index[t, m, :a], st.sign[t, m, :a]
-                        out[shared, :a] += (self.W[t, m] * sg)[:, None] * (Rm[:, ind] * s_t)
+                        out[rows, :a] += (self.W[t, m] * sg)[:, None] * (Rm[:, ind] * s_t)
                 if R is None:
                     R = np.multiply(Rm, self._summed[m], dtype=np.float64)
                 else:
                     R += self._summed[m] * Rm
             if R is not None:
-                out[shared, a:] += sg[:, None] * (R[:, tail_ind] * tail_sg)
+                tail = np.take(R, self._tail_ind, axis=1)  # the one gather
+                if self._tail_sign is None:
+                    tail *= self._tail_sg
+                    tail *= sg[:, None]
+                else:
+                    tail *= (self._tail_sign * sg)[:, None]
+                out[rows, a:] += tail
 
     def diagonal(self) -> np.ndarray:
         st = self.stack
