@@ -52,9 +52,10 @@ def raw_blocks(builders: Sequence[KernelBuilder], groups: list[list[int]], X: np
     kernel of its group, so a consumer must copy what it keeps.
 
     ``out`` (float64, shape ``(len(builders), rows, cols)``, optional) is where the consumer keeps the
-    kernels: the builders of a shared base but the last then map it straight into ``out[m]`` and yield that
-    (the consumer need not copy it), instead of into a temporary of the base's size.  At n = 6598 the
-    temporary is 348 MB of fresh memory, whose first write (page faults) costs more than the map.
+    kernels: the builders of a shared base then map it straight into ``out[m]`` and yield that (the consumer
+    need not copy it), instead of into a temporary of the base's size (or the base itself) that the consumer
+    copies.  At n = 6598 the temporary is 348 MB of fresh memory, whose first write (page faults) costs more
+    than the map, and each copy a pass over 348 MB.
     """
     for group in groups:
         b0 = builders[group[0]]
@@ -78,5 +79,5 @@ def raw_blocks(builders: Sequence[KernelBuilder], groups: list[list[int]], X: np
         tmp = np.empty_like(base) if out is None and len(group) > 1 else None
         for i, m in enumerate(group):
             # The last kernel of the group may overwrite the base: one temporary fewer.
-            target = base if i == len(group) - 1 else tmp if out is None else out[m]
+            target = out[m] if out is not None else base if i == len(group) - 1 else tmp
             yield m, builders[m]._apply(base, target)
