@@ -198,3 +198,74 @@ def test_io_columns_of_shared_units_only_equal_the_dense_combination(uniform):
         out = np.full((len(idx), stack.n_rows), np.nan)
         cols.columns(idx, out)
         np.testing.assert_allclose(out, dense[idx], rtol=1e-12, atol=1e-12)
+
+
+def _two_group_stack(offset: float):
+    from multikernel.iokl import IOStack
+
+    X = np.random.default_rng(11).normal(size=(18, 3))
+    inputs = KernelSet([create("kernel", "rbf"), create("kernel", "laplacian")]).fit_stack(X)
+    shared = np.arange(6, 18)
+    sign = np.r_[np.ones(3), -np.ones(12)]
+    index = np.array([np.r_[[0, 3, 5], shared], np.r_[[1, 3, 4], shared]])
+    return IOStack(inputs, index, np.tile(sign, (2, 1)), offset=offset)
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.4])
+def test_io_columns_warm_products_are_the_combined_kernel_times_the_last_forms_vector(offset):
+    stack = _two_group_stack(offset)
+    rng = np.random.default_rng(2)
+    v = rng.random(stack.n_rows) * (rng.random(stack.n_rows) < 0.5)
+    w = np.array([0.3, 0.0, 0.8, 0.5])
+    assert stack.column_provider(w).warm_products() is None  # no forms yet
+    q = stack.quad_forms(v)
+    dense = [stack.kernel(k) for k in range(stack.n_kernels)]
+    np.testing.assert_allclose(q, [v @ K @ v for K in dense], rtol=1e-12)
+    alpha, coef, bound, kv_bound, kv_free = stack.column_provider(w).warm_products()
+    np.testing.assert_array_equal(alpha, v)
+    np.testing.assert_array_equal(bound, v == 0)
+    np.testing.assert_array_equal(kv_bound, 0.0)
+    np.testing.assert_allclose(kv_free, stack.combine(w) @ v, rtol=1e-12, atol=1e-14)
+    stack.quad_forms(rng.random(stack.n_rows), kernels=[0, 1])  # forms of some kernels only: products kept
+    np.testing.assert_array_equal(stack.column_provider(w).warm_products()[0], v)
+
+
+@pytest.mark.parametrize("offset", [0.0, 0.4])
+def test_svm_step_started_from_the_warm_products_equals_the_step_that_reads_the_columns(offset, monkeypatch):
+    import multikernel.solve.smo as smo
+    from multikernel.iokl.inner import SimplexRidge
+
+    given = []
+    original = smo._given_gradient
+    monkeypatch.setattr(smo, "_given_gradient", lambda *a: given.append(original(*a)) or given[-1])
+
+    stack = _two_group_stack(offset)
+    inner = SimplexRidge(np.full(stack.n_rows, 10.0))
+    w0, w1 = np.array([0.5, 0.5, 0.2, 0.3]), np.array([0.6, 0.1, 0.3, 0.4])
+    first = inner.solve(stack.column_provider(w0), None, 1e-10)
+    stack.quad_forms(first.alpha)
+    cols = stack.column_provider(w1)
+    assert cols.warm_products() is not None
+    warm = inner.solve(cols, first.alpha, 1e-10)
+    assert given[-1] is not None  # the start's gradient came from the products
+    stack._products = None  # the same solve reading the support's columns
+    cold = inner.solve(stack.column_provider(w1), first.alpha, 1e-10)
+    assert given[-1] is None
+    ref = inner.solve(stack.combine(w1), None, 1e-10)
+    for sol in (warm, cold):
+        assert sol.dual_objective == pytest.approx(ref.dual_objective, rel=1e-8)
+        np.testing.assert_allclose(sol.alpha, ref.alpha, atol=1e-6)
+
+
+def test_simplex_ridge_returns_an_alpha_that_sums_to_one_exactly():
+    from multikernel.iokl.inner import SimplexRidge
+
+    stack = _two_group_stack(0.4)
+    inner = SimplexRidge(np.full(stack.n_rows, 10.0))
+    ref = inner.solve(stack.combine(np.ones(4)), None, 1e-10)
+    for w in (np.array([0.5, 0.5, 0.2, 0.3]), np.array([0.6, 0.1, 0.3, 0.4]), np.ones(4)):
+        sol = inner.solve(stack.column_provider(w), None, 1e-10)
+        assert sol.alpha.sum() == 1.0 and np.all(sol.alpha >= 0)
+        np.testing.assert_array_equal(sol.coef, sol.alpha)
+        np.testing.assert_array_equal(sol.at_bound, sol.alpha <= 0)
+    assert ref.alpha.sum() == 1.0
