@@ -135,6 +135,7 @@ def solve_candidates(
     tol: float = 1e-3,
     mkl_max_iter: int = 200,
     warm: MKLResult | None = None,
+    solved: CuttingPlaneResult | None = None,
 ) -> CuttingPlaneResult:
     """The group-sparse MKL problem over a fixed candidate set, without a search (step 3 of Algorithm 3 alone).
 
@@ -155,6 +156,11 @@ def solve_candidates(
     warm : MKLResult, optional
         A previous solve over the same units; its ``alpha`` (and its weights, when their number matches)
         start the solver.
+    solved : CuttingPlaneResult, optional
+        A result of :func:`cutting_plane` (or of this function) run with the same ``inputs``, ``C``,
+        ``theta``, ``offset`` and ``solver``.  When its candidate set is exactly ``index, sign`` and its last
+        solve already has a certified gap within ``tol``, that solve is this problem's and is returned
+        without solving again (the rounding of bag-level MIL often chooses the keys of the only group).
 
     Returns
     -------
@@ -163,6 +169,15 @@ def solve_candidates(
     """
     _check_theta(theta)
     stack = IOStack(inputs, index, sign, offset)
+    if (solved is not None and solved.index.shape == stack.index.shape
+            and np.array_equal(solved.index, stack.index) and np.array_equal(solved.sign, stack.sign)
+            and solved.mkl.dual_gap <= tol):
+        res = solved.mkl
+        entry = {"iteration": 1, "n_candidates": stack.n_candidates, "objective": res.objective,
+                 "mkl_gap": res.dual_gap, "mkl_tol": tol, "mkl_iter": 0, "violation": float("nan"),
+                 "time_mkl": 0.0, "time_search": 0.0, "time_quad_forms": 0.0, "reused": True}
+        return CuttingPlaneResult(index=stack.index, sign=stack.sign, weights=res.weights, alpha=res.alpha,
+                                  mkl=res, history=[entry], stop_reason="fixed candidates")
     if warm is not None and len(warm.weights) != stack.n_kernels:
         # Only alpha carries over; the weights restart from the solver's feasible initial point.
         warm = attrs.evolve(warm, weights=_regularizer(stack.n_inputs, stack.n_candidates, theta).initial(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import numpy as np
 
 from multikernel.core.interfaces import InnerProblem, InnerSolution
+from multikernel.solve.smo import _fill
 from multikernel.solve.svm import InnerQP, solve_inner
 
 __all__ = ["SimplexRidge"]
@@ -39,7 +41,29 @@ class SimplexRidge(InnerProblem):
 
     def solve(self, K: Any, alpha0: np.ndarray | None, tol: float) -> InnerSolution:
         # IOKL's SVM step (4.12): the simplex with a per-sample ridge, solved as a general inner QP
-        return solve_inner(K, InnerQP(p=0.0, ridge=self.ridge, total=1.0, signed=False), alpha0=alpha0, tol=tol)
+        sol = solve_inner(K, InnerQP(p=0.0, ridge=self.ridge, total=1.0, signed=False), alpha0=alpha0, tol=tol)
+        return _exact_total(sol)
 
     def linear_term(self, alpha: np.ndarray) -> float:
         return float(-0.5 * np.sum(self.ridge * alpha**2))
+
+
+def _exact_total(sol: InnerSolution) -> InnerSolution:
+    """``sol`` with ``sum(alpha) == 1`` to the last bit (moved by the solver's own rule, ``_fill``), or as it is.
+
+    The SMO's ``alpha`` sums to 1 within a few ulps.  A warm start that does not sum to 1 exactly is moved
+    onto the simplex by the solver (an ulp on one entry), and a start that moved cannot use the products of
+    the previous quadratic forms (:meth:`~multikernel.iokl.stack.IOColumns.warm_products`), which are for the
+    unmoved ``alpha``: the solve then reads the columns of the whole support again.  Moving the ulp here,
+    before the forms, keeps the next start unmoved.  The objectives change by rounding only.
+    """
+    alpha = sol.alpha
+    if alpha.sum() == 1.0:
+        return sol
+    alpha = alpha.copy()
+    lo, up = np.zeros(len(alpha)), np.full(len(alpha), np.inf)
+    for _ in range(3):
+        _fill(alpha, lo, up, 1.0)
+        if alpha.sum() == 1.0:
+            return attrs.evolve(sol, alpha=alpha, coef=alpha.copy(), at_bound=alpha <= 0.0)
+    return sol

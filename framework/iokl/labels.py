@@ -301,10 +301,13 @@ class KeyInstanceSet(CandidateSet):
         u_neg = np.zeros(self.n_instances)
         u_neg[self.negative] = -alpha[npos:]
         total = float(a_pos.sum() - alpha[npos:].sum())  # sum(u): the offset's part, the same for every key
+        # u_neg' K_m u_neg from the rows of u_neg's support only (the negative units with alpha > 0, a few
+        # hundred on musk2), not a pass over the whole kernel: 4 x 348 MB read per search before
+        support = np.flatnonzero(u_neg)
         with one_blas_thread():
             Kr = self.scored_rows(Ks)  # (P, N): the positive bags' rows
             h = np.stack([R @ u_neg for R in Kr])
-            c = np.array([u_neg @ (K @ u_neg) for K in Ks])
+            c = np.array([u_neg[support] @ (K[support] @ u_neg) for K in Ks])
 
         def evaluate(index: np.ndarray, sign: np.ndarray):
             keys = index[:npos]

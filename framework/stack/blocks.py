@@ -42,13 +42,20 @@ def group_builders(builders: Sequence[KernelBuilder], ms: Sequence[int] | None =
 
 
 def raw_blocks(builders: Sequence[KernelBuilder], groups: list[list[int]], X: np.ndarray,
-               cols: np.ndarray | None, symmetric: bool = False) -> Iterator[tuple[int, np.ndarray]]:
+               cols: np.ndarray | None, symmetric: bool = False, out: np.ndarray | None = None
+               ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(m, K)``: the unnormalized float64 kernel between rows ``X`` and the training samples
     ``cols`` (all when ``None``) for every ``m`` in ``groups``.
 
     ``symmetric`` says that ``X`` are the training samples themselves and ``cols`` is ``None``: the
     builders may then use their symmetric (half-work) paths.  A yielded array may be reused for the next
     kernel of its group, so a consumer must copy what it keeps.
+
+    ``out`` (float64, shape ``(len(builders), rows, cols)``, optional) is where the consumer keeps the
+    kernels: the builders of a shared base then map it straight into ``out[m]`` and yield that (the consumer
+    need not copy it), instead of into a temporary of the base's size (or the base itself) that the consumer
+    copies.  At n = 6598 the temporary is 348 MB of fresh memory, whose first write (page faults) costs more
+    than the map, and each copy a pass over 348 MB.
     """
     for group in groups:
         b0 = builders[group[0]]
@@ -69,8 +76,8 @@ def raw_blocks(builders: Sequence[KernelBuilder], groups: list[list[int]], X: np
             A = b0.select_rows(X)
             B = b0.X_fit_ if cols is None else b0.X_fit_[cols]
         base = b0._base(A, B, symmetric)
-        tmp = np.empty_like(base)
+        tmp = np.empty_like(base) if out is None and len(group) > 1 else None
         for i, m in enumerate(group):
             # The last kernel of the group may overwrite the base: one temporary fewer.
-            out = base if i == len(group) - 1 else tmp
-            yield m, builders[m]._apply(base, out)
+            target = out[m] if out is not None else base if i == len(group) - 1 else tmp
+            yield m, builders[m]._apply(base, target)

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils import check_array
 
+from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks
@@ -129,9 +130,16 @@ class KernelSet:
         self.n_train_ = n
         if self.backend_ == "lazy":
             return self._fit_lazy(X)
+        with small_pages():  # written once: huge-page faults cost more than the build (multikernel._pages)
+            return self._fit_dense(X, n)
+
+    def _fit_dense(self, X: np.ndarray, n: int) -> KernelStack:
         norm_all = self._empty_normalization(len(self.builders), n)
         data, finish = self._allocate((len(self.builders), n, n))
-        for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None, symmetric=True):
+        # float64 kernels sharing a base are mapped straight into the stack (no temporary, no copy)
+        direct = data if data.dtype == np.float64 else None
+        for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None, symmetric=True,
+                               out=direct):
             # Every normalization's constants of kernel m depend on kernel m only: fit them on the raw
             # float64 kernel, normalize, store.  (K may be reused by the next kernel of its group.)
             col_mean = [K.mean(axis=0)] if self.normalize == "center" else None
@@ -140,7 +148,9 @@ class KernelSet:
                 value = getattr(norm, name)
                 if value is not None:
                     getattr(norm_all, name)[m] = value[0]
-            data[m] = norm.apply(K, 0)
+            norm.apply(K, 0)  # in place
+            if not (direct is not None and np.may_share_memory(K, data)):
+                data[m] = K
         self._store_normalization(norm_all)
         return finish()
 
