@@ -123,7 +123,7 @@ def baseline_solver(rev: str) -> type:
 
 
 def run(method: str, solver: str | None, stack, targets, C: float, tol: float, seed: int,
-        max_iter: int = 500) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
+        max_iter: int = 500, inner_tol: float = 1e-3) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
     """One fit with a time stamp on each recorded iteration and the weights of each combination formed
     (``solver="sampled"``: SA with the thesis's gradient estimate; ``solver="@REV"``: SA as at git revision
     ``REV``)."""
@@ -147,7 +147,7 @@ def run(method: str, solver: str | None, stack, targets, C: float, tol: float, s
 
     with warnings.catch_warnings(), recording_weights(start, formed):
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted = fit_mkl(stack, targets, parts, SolveSettings(tol=tol, max_iter=max_iter, inner_tol=1e-3),
+        fitted = fit_mkl(stack, targets, parts, SolveSettings(tol=tol, max_iter=max_iter, inner_tol=inner_tol),
                          shared=True, callback=stamp)
     fitted.fit_time = time.perf_counter() - start
     return fitted, trace, formed
@@ -192,7 +192,7 @@ def synthetic(labels: int, n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.
 
 
 def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max_iter: int = 40,
-          contenders: list[str] | None = None, baseline: str | None = None) -> list[dict]:
+          contenders: list[str] | None = None, baseline: str | None = None, inner_tol: float = 1e-3) -> list[dict]:
     if name.startswith("synthetic"):
         X, Y = synthetic(int(name.removeprefix("synthetic")), seed=seed)
     else:
@@ -212,7 +212,7 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
     for label, method, solver in CONTENDERS + extra:
         if contenders and label not in contenders and not label.startswith("sa@"):
             continue
-        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter)
+        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter, inner_tol)
         res = fitted.results[0]
         for e, h in zip(trace, res.history, strict=True):  # SA counts its solves; the others solve T per iteration
             e["svm_solves"] = h.get("svm_solves", T * h["iteration"])
@@ -256,6 +256,8 @@ def main() -> None:
     ap.add_argument("--max-iter", type=int, default=40,
                     help="outer iterations (SA: certified rounds) of the timed runs")
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the CSV files (default ../shared/data)")
+    ap.add_argument("--inner-tol", type=float, default=1e-3,
+                    help="the SVM solves' starting tolerance in the timed runs (the outer loop tightens it)")
     ap.add_argument("--baseline", metavar="REV",
                     help="also run the ml_mkl_sa solver as at this git revision (contender sa@REV)")
     ap.add_argument("--json", type=Path)
@@ -263,7 +265,8 @@ def main() -> None:
     print(f"# {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
     names = args.datasets + [f"synthetic{T}" for T in args.synthetic]
     rows = [r for name in names for C in args.C
-            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders, args.baseline)]
+            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders, args.baseline,
+                           args.inner_tol)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
