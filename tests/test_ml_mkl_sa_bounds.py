@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
@@ -54,3 +55,21 @@ def test_sa_bounds_bracket_the_cvxpy_optimum(seed, labels, C, suffix, gradient, 
         assert entry["lower"] <= ref + margin and entry["upper"] >= ref - margin
     np.testing.assert_allclose(res.weights.sum(), 1.0)
     assert (res.weights >= 0).all()
+
+
+@pytest.mark.parametrize("suffix", [0.2, 1.0])
+@pytest.mark.parametrize("step", ["auto", "constant"])
+def test_sa_reaches_the_cvxpy_optimum_with_any_suffix(suffix, step):
+    """The suffix only picks the weights certified: every suffix ends at the certified sum-form optimum."""
+    X, Y = _labels(5, 30, 4)
+    Ks = _kernels(X)
+    targets = encode_targets(Y)
+    params = {"C": 1.0, "solver__random_state": 0, "solver__suffix": suffix, "solver__step": step}
+    if step == "constant":
+        params["solver__eta"] = 0.05
+    res = fit_mkl(DenseStack(Ks), targets, build_parts("ml_mkl_sa", params=params),
+                  SolveSettings(tol=1e-3, inner_tol=1e-8, max_iter=2000), shared=True).results[0]
+    ref = _shared_reference(Ks, targets.blocks, build_parts("l1mkl").regularizer, C=1.0)
+    assert res.converged and res.dual_gap <= 1e-3
+    assert ref * (1 - REFERENCE_PRECISION) <= res.objective <= ref * (1 + 1e-3)
+    assert res.lower_bound <= ref * (1 + REFERENCE_PRECISION)
