@@ -38,12 +38,14 @@ Usage::
 
 ``--baseline REV`` adds the contender ``sa@REV``: the ``ml_mkl_sa`` solver's source at git revision ``REV``
 (``plugins/ml_mkl_sa.py``, loaded from ``git show``) with its own defaults, so that a change of the solver is
-measured before and after in one run, on the same load.
+measured before and after in one run, on the same load; ``--sa-param batch=2`` sets parameters of the ``sa``
+contender's solver (and of ``sa/sampled``'s).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import importlib.util
 import json
@@ -123,7 +125,8 @@ def baseline_solver(rev: str) -> type:
 
 
 def run(method: str, solver: str | None, stack, targets, C: float, tol: float, seed: int,
-        max_iter: int = 500, inner_tol: float = 1e-3) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
+        max_iter: int = 500, inner_tol: float = 1e-3,
+        sa_params: dict | None = None) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
     """One fit with a time stamp on each recorded iteration and the weights of each combination formed
     (``solver="sampled"``: SA with the thesis's gradient estimate; ``solver="@REV"``: SA as at git revision
     ``REV``)."""
@@ -131,6 +134,8 @@ def run(method: str, solver: str | None, stack, targets, C: float, tol: float, s
     baseline = None
     if method == "ml_mkl_sa":
         params["solver__random_state"] = seed
+        if solver in (None, "sampled"):
+            params.update({f"solver__{k}": v for k, v in (sa_params or {}).items()})
         if solver == "sampled":
             solver, params["solver__gradient"] = None, "sampled"
         elif solver is not None and solver.startswith("@"):
@@ -192,7 +197,8 @@ def synthetic(labels: int, n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.
 
 
 def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max_iter: int = 40,
-          contenders: list[str] | None = None, baseline: str | None = None, inner_tol: float = 1e-3) -> list[dict]:
+          contenders: list[str] | None = None, baseline: str | None = None, inner_tol: float = 1e-3,
+          sa_params: dict | None = None) -> list[dict]:
     if name.startswith("synthetic"):
         X, Y = synthetic(int(name.removeprefix("synthetic")), seed=seed)
     else:
@@ -212,7 +218,8 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
     for label, method, solver in CONTENDERS + extra:
         if contenders and label not in contenders and not label.startswith("sa@"):
             continue
-        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter, inner_tol)
+        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter, inner_tol,
+                                    sa_params)
         res = fitted.results[0]
         for e, h in zip(trace, res.history, strict=True):  # SA counts its solves; the others solve T per iteration
             e["svm_solves"] = h.get("svm_solves", T * h["iteration"])
@@ -260,13 +267,16 @@ def main() -> None:
                     help="the SVM solves' starting tolerance in the timed runs (the outer loop tightens it)")
     ap.add_argument("--baseline", metavar="REV",
                     help="also run the ml_mkl_sa solver as at this git revision (contender sa@REV)")
+    ap.add_argument("--sa-param", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="parameters of the 'sa' contender's solver (a Python literal each), e.g. batch=2")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     print(f"# {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    sa_params = {k: ast.literal_eval(v) for k, v in (p.split("=", 1) for p in args.sa_param)}
     names = args.datasets + [f"synthetic{T}" for T in args.synthetic]
     rows = [r for name in names for C in args.C
             for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders, args.baseline,
-                           args.inner_tol)]
+                           args.inner_tol, sa_params)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
