@@ -233,8 +233,8 @@ class MLMKLSA(Solver):
                 average, total, total_alpha = np.zeros(M), 0.0, 0.0
                 average_alpha, average_coef = np.zeros((T, n)), np.zeros((T, n))
                 # the certified weights average the last steps of the round only (suffix averaging: the first
-                # ones, nearer the start, pull the average back); the alpha average keeps every step, since any
-                # average of alpha is a dual point and the early responses are not worse ones
+                # ones, nearer the start, pull the average back); the alpha average keeps every step: any
+                # average of alpha is a dual point, and the lower bound keeps the best of it and the others
                 first_kept = steps - max(1, math.ceil(self.suffix * steps))
                 for step in range(steps):
                     batch = rng.choice(T, size=b, replace=False) if b < T else np.arange(T)
