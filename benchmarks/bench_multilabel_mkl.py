@@ -34,14 +34,24 @@ Usage::
     python benchmarks/bench_multilabel_mkl.py --datasets emotions --C 0.1 1
     python benchmarks/bench_multilabel_mkl.py --json results.json
     python benchmarks/bench_multilabel_mkl.py --synthetic 8 32 128 --contenders sum/level sa   # labels trend
+    python benchmarks/bench_multilabel_mkl.py --baseline 94a3421    # also "sa@94a3421": SA as at that commit
+
+``--baseline REV`` adds the contender ``sa@REV``: the ``ml_mkl_sa`` solver's source at git revision ``REV``
+(``plugins/ml_mkl_sa.py``, loaded from ``git show``) with its own defaults, so that a change of the solver is
+measured before and after in one run, on the same load; ``--sa-param batch=2`` sets parameters of the ``sa``
+contender's solver (and of ``sa/sampled``'s).
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
+import importlib.util
 import json
 import platform
+import subprocess
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -102,16 +112,37 @@ def recording_weights(start: float, log: list[tuple[float, np.ndarray]]):
         CombinedKernel.__call__ = original
 
 
+def baseline_solver(rev: str) -> type:
+    """The ``MLMKLSA`` class of ``plugins/ml_mkl_sa.py`` at git revision ``rev`` (a module of its own)."""
+    root = Path(__file__).resolve().parents[1]
+    source = subprocess.run(["git", "show", f"{rev}:plugins/ml_mkl_sa.py"], cwd=root, check=True,
+                            capture_output=True, text=True).stdout
+    name = f"_ml_mkl_sa_at_{rev.replace('/', '_').replace('~', '_').replace('^', '_')}"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None))
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    exec(compile(source, f"{rev}:plugins/ml_mkl_sa.py", "exec"), module.__dict__)
+    return module.MLMKLSA
+
+
 def run(method: str, solver: str | None, stack, targets, C: float, tol: float, seed: int,
-        max_iter: int = 500) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
+        max_iter: int = 500, inner_tol: float = 1e-3,
+        sa_params: dict | None = None) -> tuple[object, list[dict], list[tuple[float, np.ndarray]]]:
     """One fit with a time stamp on each recorded iteration and the weights of each combination formed
-    (``solver="sampled"``: SA with the thesis's gradient estimate)."""
+    (``solver="sampled"``: SA with the thesis's gradient estimate; ``solver="@REV"``: SA as at git revision
+    ``REV``)."""
     params: dict = {"C": C}
+    baseline = None
     if method == "ml_mkl_sa":
         params["solver__random_state"] = seed
+        if solver in (None, "sampled"):
+            params.update({f"solver__{k}": v for k, v in (sa_params or {}).items()})
         if solver == "sampled":
             solver, params["solver__gradient"] = None, "sampled"
+        elif solver is not None and solver.startswith("@"):
+            baseline, solver = baseline_solver(solver[1:]), None
     parts = build_parts(method, solver=solver, params=params)
+    if baseline is not None:
+        parts.solver = baseline(random_state=seed)
     trace: list[dict] = []
     formed: list[tuple[float, np.ndarray]] = []
     start = time.perf_counter()
@@ -121,7 +152,7 @@ def run(method: str, solver: str | None, stack, targets, C: float, tol: float, s
 
     with warnings.catch_warnings(), recording_weights(start, formed):
         warnings.simplefilter("ignore", ConvergenceWarning)
-        fitted = fit_mkl(stack, targets, parts, SolveSettings(tol=tol, max_iter=max_iter, inner_tol=1e-3),
+        fitted = fit_mkl(stack, targets, parts, SolveSettings(tol=tol, max_iter=max_iter, inner_tol=inner_tol),
                          shared=True, callback=stamp)
     fitted.fit_time = time.perf_counter() - start
     return fitted, trace, formed
@@ -166,7 +197,8 @@ def synthetic(labels: int, n: int = 600, seed: int = 0) -> tuple[np.ndarray, np.
 
 
 def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max_iter: int = 40,
-          contenders: list[str] | None = None) -> list[dict]:
+          contenders: list[str] | None = None, baseline: str | None = None, inner_tol: float = 1e-3,
+          sa_params: dict | None = None) -> list[dict]:
     if name.startswith("synthetic"):
         X, Y = synthetic(int(name.removeprefix("synthetic")), seed=seed)
     else:
@@ -182,10 +214,12 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
     ref, _, _ = run("l1mkl", None, stack, targets, C, 1e-5, seed)
     f_star = float(ref.results[0].objective)
     rows = []
-    for label, method, solver in CONTENDERS:
-        if contenders and label not in contenders:
+    extra = [(f"sa@{baseline}", "ml_mkl_sa", f"@{baseline}")] if baseline else []
+    for label, method, solver in CONTENDERS + extra:
+        if contenders and label not in contenders and not label.startswith("sa@"):
             continue
-        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter)
+        fitted, trace, formed = run(method, solver, stack, targets, C, tol, seed, max_iter, inner_tol,
+                                    sa_params)
         res = fitted.results[0]
         for e, h in zip(trace, res.history, strict=True):  # SA counts its solves; the others solve T per iteration
             e["svm_solves"] = h.get("svm_solves", T * h["iteration"])
@@ -208,7 +242,7 @@ def bench(name: str, C: float, seed: int, tol: float, data_dir: Path = DATA, max
     if "sa" in base:
         sa = base["sa"]
         for r in rows:
-            if r["contender"].startswith("sum/"):
+            if r["contender"].startswith(("sum/", "sa@")):
                 print(f"#   {name} C={C:g}: {r['contender']} / sa time to 1 %: certified "
                       f"{r['time_to_1pct'] / sa['time_to_1pct']:.2f}x, reached "
                       f"{r['time_reached_1pct'] / sa['time_reached_1pct']:.2f}x; to gap 1e-2: "
@@ -229,12 +263,20 @@ def main() -> None:
     ap.add_argument("--max-iter", type=int, default=40,
                     help="outer iterations (SA: certified rounds) of the timed runs")
     ap.add_argument("--data", type=Path, default=DATA, help="folder of the CSV files (default ../shared/data)")
+    ap.add_argument("--inner-tol", type=float, default=1e-3,
+                    help="the SVM solves' starting tolerance in the timed runs (the outer loop tightens it)")
+    ap.add_argument("--baseline", metavar="REV",
+                    help="also run the ml_mkl_sa solver as at this git revision (contender sa@REV)")
+    ap.add_argument("--sa-param", nargs="+", default=[], metavar="NAME=VALUE",
+                    help="parameters of the 'sa' contender's solver (a Python literal each), e.g. batch=2")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     print(f"# {platform.platform()}, {platform.processor() or platform.machine()}, python {platform.python_version()}")
+    sa_params = {k: ast.literal_eval(v) for k, v in (p.split("=", 1) for p in args.sa_param)}
     names = args.datasets + [f"synthetic{T}" for T in args.synthetic]
     rows = [r for name in names for C in args.C
-            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders)]
+            for r in bench(name, C, args.seed, args.tol, args.data, args.max_iter, args.contenders, args.baseline,
+                           args.inner_tol, sa_params)]
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -169,7 +169,8 @@ def test_domains_and_tasks_sa_cannot_handle_are_refused():
         MLMKLSA().solve(problem)
     for bad, match in [({"eta": 0.0}, "eta"), ({"step": "fast"}, "step"), ({"certify_every": 0}, "certify_every"),
                        ({"gradient": "exact"}, "gradient"), ({"batch": 0}, "batch"), ({"batch": "all"}, "batch"),
-                       ({"certify_every": float("inf")}, "certify_every")]:
+                       ({"certify_every": float("inf")}, "certify_every"), ({"suffix": 0.0}, "suffix"),
+                       ({"suffix": 1.5}, "suffix"), ({"suffix": True}, "suffix")]:
         with pytest.raises(ValueError, match=match):
             MLMKLSA(**bad).solve(problem)
 
