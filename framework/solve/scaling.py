@@ -34,8 +34,8 @@ from multikernel.core.interfaces import Regularizer
 
 __all__ = ["ray_lower_bound"]
 
-#: Bisection steps for the end of the region where ``dual_bound`` is finite (to the last bits of ``s``).
-_BISECTIONS = 64
+#: Bisection steps for the end of the region where ``dual_bound`` is finite (``s`` to 2**-48 of its bracket).
+_BISECTIONS = 48
 #: Doublings of the bracket when neither a box bound nor a ridge limits ``s``.
 _DOUBLINGS = 60
 
@@ -101,6 +101,6 @@ def ray_lower_bound(regularizer: Regularizer, q: np.ndarray, a: float, b: float,
     candidates = [bound(0.0), bound(end)]
     if end > 0.0:
         res = minimize_scalar(lambda s: -bound(s), bounds=(0.0, end), method="bounded",
-                              options={"xatol": 1e-10 * end})
+                              options={"xatol": 1e-7 * end})
         candidates.append(bound(float(res.x)))
     return max(best, *candidates)
