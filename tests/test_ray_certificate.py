@@ -98,6 +98,14 @@ _REGULARIZERS = {
 @given(name=st.sampled_from(sorted(_REGULARIZERS)), seed=st.integers(0, 2**16), log10_C=st.floats(-2.0, 4.0),
        spread=st.floats(0.2, 5.0), duplicate=st.booleans())
 def test_ray_bound_is_certified_and_never_below_the_plain_one(name, seed, log10_C, spread, duplicate):
+    OuterLoop.ray_search = "always"  # the search itself, also where the plain bound is finite
+    try:
+        _check_ray_bound(name, seed, log10_C, spread, duplicate)
+    finally:
+        OuterLoop.ray_search = "infinite"
+
+
+def _check_ray_bound(name, seed, log10_C, spread, duplicate):
     Ks, y = random_problem(seed, n=16, M=3)
     if duplicate:
         Ks = np.concatenate([Ks, Ks[1:2]])
@@ -122,14 +130,19 @@ def test_square_hinge_ray_stays_below_a_primal_value(seed, log10_C, sigma):
     # alpha >= 0 with y'alpha = 0 and the ridge alpha'alpha/(2C): the ray goes beyond s = 1 and bends down.
     Ks, y = random_problem(seed, n=16, M=3)
     C = 10.0**log10_C
-    for reg in (GMKLL1(sigma=sigma), Simplex()):
+    for reg, search in ((GMKLL1(sigma=sigma), "infinite"), (Simplex(), "always")):
         problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=SquareHingeLoss(C=C), regularizer=reg,
                              tol=1e-7, inner_tol=1e-9, max_iter=3000)
         upper = ProjectedGradient().solve(problem).objective  # a primal value: above the optimum
         alpha = _feasible_alpha(np.random.default_rng(seed), y, C)
         q = _forms(Ks, alpha * y)
-        bound = certified_lower_bound(problem, alpha, q)
+        OuterLoop.ray_search = search
+        try:
+            bound = certified_lower_bound(problem, alpha, q)
+        finally:
+            OuterLoop.ray_search = "infinite"
         assert problem.linear_term(alpha) - reg.dual_bound(0.5 * q) <= bound <= upper * (1 + 1e-9)
+        assert math.isfinite(bound)
 
 
 def test_gmkl_l1_scale_is_the_closed_form():
@@ -177,17 +190,21 @@ _READS_LOWER = {"l1mkl", "sm1mkl", "sm2mkl"}
 
 @pytest.mark.parametrize("method", ["simplemkl", "lpmkl", "l2mkl", "sgmkl", "mkl_silp", "mkl_md", "mkl_gl",
                                     "gmkl_l2", "gmkl_elastic", "smo_mkl", "l1mkl", "sm1mkl", "sm2mkl"])
-def test_no_method_reports_a_larger_gap(method, monkeypatch):
+@pytest.mark.parametrize("search", ["infinite", "always"])
+def test_no_method_reports_a_larger_gap(method, search, monkeypatch):
+    # The default ("infinite") leaves every finite certificate as it was: the same bounds, bit for bit.
     for seed, C in ((0, 1.0), (1, 100.0)):
         Ks, y = random_problem(seed, n=24, M=4)
         runs = {}
-        for scale in (False, True):
-            monkeypatch.setattr(OuterLoop, "scale_dual", scale)
+        for mode in ("never", search):
+            monkeypatch.setattr(OuterLoop, "ray_search", mode)
             # tol = 0: no early stop, so the iterates are the same with and without the ray
-            runs[scale], _ = solve_preset(method, Ks, y, C, tol=0.0, max_iter=6)
-        off, on = runs[False], runs[True]
-        if method in _READS_LOWER:
+            runs[mode], _ = solve_preset(method, Ks, y, C, tol=0.0, max_iter=6)
+        off, on = runs["never"], runs[search]
+        if method in _READS_LOWER and search == "always":
             assert on.lower_bound <= on.objective * (1 + 1e-12)
             continue
         assert on.n_iter == off.n_iter and on.objective == off.objective
         assert on.lower_bound >= off.lower_bound and on.dual_gap <= off.dual_gap
+        if search == "infinite":
+            assert on.lower_bound == off.lower_bound and on.history == off.history
