@@ -191,9 +191,9 @@ class SampleLoss(Component, abc.ABC):
     def ray(self, alpha: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
         """``(a, b, s_max)`` with ``L(s alpha) = a s - b s^2`` and ``s alpha`` feasible for ``0 <= s <= s_max``.
 
-        The outer loop then certifies the best lower bound on the ray ``s * alpha``
-        (:mod:`multikernel.solve.scaling`).  ``None`` (the default) when scaling leaves the feasible set or
-        the loss does not say: the plain bound at ``alpha`` is used.
+        Where the plain lower bound at ``alpha`` is infinite (GMKL's pure l1 near its optimum), the outer loop
+        certifies the best bound on the ray ``s * alpha`` instead (:mod:`multikernel.solve.scaling`).  ``None``
+        (the default) when scaling leaves the feasible set or the loss does not say: the plain bound is used.
         """
         return None
 
