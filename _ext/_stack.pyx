@@ -427,70 +427,132 @@ def axpy(double[:, ::1] out, const double[:, ::1] K, double w):
 
 
 
-# The checks of a user's training kernels in one read (see check_square_stack).  Rows of a tile are swept
-# contiguously (vectorized max reductions; a NaN or infinity turns the sum of a * 0 into NaN), and the
-# tile is compared with its mirror for the asymmetry while both are in cache.
+# The checks of a user's training kernels in one read (see check_square_stack), at the speed of that read:
+# the rows are streamed whole in panels (vectorized max and sum reductions; a NaN or infinity turns the sum
+# of a * 0 into NaN, so finiteness needs no branch per entry), and each panel is compared with the mirrored
+# blocks of the panels above it while those are still in cache, 4 x 4 blocks transposed in registers.
 cdef extern from *:
     """
+    #include <string.h>
     #include <math.h>
-    /* One row segment's checks; ACC is what else the loop does with each entry (nothing, or adding it
-       to the combination) so that both variants stay vectorized. */
-    #define MK_CHECK_LOOP(ACC)                                                                  \
-            _Pragma("omp simd reduction(max:m,ex) reduction(+:zz)")                             \
-            for (Py_ssize_t j = c0; j < c1; ++j) {                                              \
-                double a = (double)r[j];                                                        \
-                double aa = a < 0 ? -a : a;                                                     \
-                double e = aa - di * dpos[j] - tiny;                                            \
-                zz += a * 0.0;                                                                  \
-                m = aa > m ? aa : m;                                                            \
-                ex = e > ex ? e : ex;                                                           \
-                ACC                                                                             \
-            }
-    #define MK_CHECK(NAME, T)                                                                   \
-    static inline void NAME##_rows(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0,   \
-                            Py_ssize_t c1, const double *dpos, double tiny, double *mx, double *z,   \
-                            long long *mi, long long *mj, double *o, double w) {                \
+    #if defined(__GNUC__) || defined(__clang__)
+    #define MK_INLINE __attribute__((always_inline)) static inline
+    #else
+    #define MK_INLINE static inline
+    #endif
+    /* Rows of a square kernel swept whole (the stream the prefetchers follow): per kernel the largest
+       |K_ij|, the largest |K_ij| - sqrt(K_ii K_jj) (1 + 5e-7) (the Cauchy-Schwarz bound, see
+       check_square_stack), and sum K_ij * 0, which is NaN as soon as one entry is NaN or infinite; with
+       ``o``, the same loop adds w K to the combination. */
+    #define MK_CHECK_ROWS(NAME, T)                                                              \
+    MK_INLINE void NAME(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1,                 \
+                        const double *restrict dpos, double *acc, double *o, double w) {        \
+        double mx = acc[0], ex = acc[1], z = acc[2];                                            \
         for (Py_ssize_t i = r0; i < r1; ++i) {                                                  \
-            const T *r = K + i * n;                                                             \
-            double di = dpos[i] * (1.0 + 5e-7), m = 0.0, zz = 0.0, ex = -1.0;                   \
+            const T *restrict r = K + i * n;                                                    \
+            double di = dpos[i] * (1.0 + 5e-7), m = 0.0, e = -1.0, zz = 0.0;                    \
             if (o != NULL) {                                                                    \
                 double *restrict orow = o + i * n;                                              \
-                MK_CHECK_LOOP(orow[j] += w * a;)                                                \
+                _Pragma("omp simd reduction(max:m,e) reduction(+:zz)")                          \
+                for (Py_ssize_t j = 0; j < n; ++j) {                                            \
+                    double a = (double)r[j], aa = a < 0 ? -a : a, d = aa - di * dpos[j];        \
+                    zz += a * 0.0; m = aa > m ? aa : m; e = d > e ? d : e;                      \
+                    orow[j] += w * a;                                                           \
+                }                                                                               \
             } else {                                                                            \
-                MK_CHECK_LOOP()                                                                 \
-            }                                                                                   \
-            *z += zz;                                                                           \
-            if (m > *mx) *mx = m;                                                               \
-            if (ex > 0.0 && *mi < 0) {                                                          \
-                for (Py_ssize_t j = c0; j < c1; ++j) {                                          \
-                    double a = (double)r[j], aa = a < 0 ? -a : a;                               \
-                    if (aa - di * dpos[j] - tiny > 0.0) { *mi = i; *mj = j; break; }            \
+                _Pragma("omp simd reduction(max:m,e) reduction(+:zz)")                          \
+                for (Py_ssize_t j = 0; j < n; ++j) {                                            \
+                    double a = (double)r[j], aa = a < 0 ? -a : a, d = aa - di * dpos[j];        \
+                    zz += a * 0.0; m = aa > m ? aa : m; e = d > e ? d : e;                      \
                 }                                                                               \
             }                                                                                   \
+            z += zz; mx = m > mx ? m : mx; ex = e > ex ? e : ex;                                \
         }                                                                                       \
-    }                                                                                           \
+        acc[0] = mx; acc[1] = ex; acc[2] = z;                                                   \
+    }
+    /* max |A - B'| for A = K[r0:r0+h, c0:c0+len] and its mirror B = K[c0:c0+len, r0:r0+h], both read
+       by rows; where the compiler has vector extensions, by 4 x 4 blocks of B transposed in registers
+       (the edges, and other compilers, element by element). */
+    #if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+    typedef double mk_v4d __attribute__((vector_size(32)));
+    typedef float mk_v4f __attribute__((vector_size(16)));
+    typedef long long mk_v4i __attribute__((vector_size(32)));
+    MK_INLINE mk_v4d mk_ld4_f64(const double *p) { mk_v4d v; memcpy(&v, p, sizeof v); return v; }
+    MK_INLINE mk_v4d mk_ld4_f32(const float *p) { mk_v4f v; memcpy(&v, p, sizeof v); return __builtin_convertvector(v, mk_v4d); }
+    MK_INLINE mk_v4d mk_absdiff4(mk_v4d x, mk_v4d y) {
+        mk_v4i bits = (mk_v4i)(x - y) & (mk_v4i){0x7fffffffffffffffLL, 0x7fffffffffffffffLL,
+                                                 0x7fffffffffffffffLL, 0x7fffffffffffffffLL};
+        return (mk_v4d)bits;
+    }
+    MK_INLINE mk_v4d mk_max4(mk_v4d x, mk_v4d y) { mk_v4i gt = x > y; return (mk_v4d)(((mk_v4i)x & gt) | ((mk_v4i)y & ~gt)); }
+    #define MK_ASYM_BLOCKS(T)                                                                   \
+        Py_ssize_t h4 = h & ~(Py_ssize_t)3, l4 = len & ~(Py_ssize_t)3;                          \
+        mk_v4d vs = {0.0, 0.0, 0.0, 0.0};                                                       \
+        for (Py_ssize_t r = 0; r < h4; r += 4) {                                                \
+            const T *a = K + (r0 + r) * n + c0;                                                 \
+            for (Py_ssize_t c = 0; c < l4; c += 4) {                                            \
+                const T *b = K + (c0 + c) * n + r0 + r;                                         \
+                mk_v4d x0 = mk_ld4_##T(a + c), x1 = mk_ld4_##T(a + n + c);                      \
+                mk_v4d x2 = mk_ld4_##T(a + 2 * n + c), x3 = mk_ld4_##T(a + 3 * n + c);          \
+                mk_v4d y0 = mk_ld4_##T(b), y1 = mk_ld4_##T(b + n);                              \
+                mk_v4d y2 = mk_ld4_##T(b + 2 * n), y3 = mk_ld4_##T(b + 3 * n);                  \
+                mk_v4d t0 = __builtin_shufflevector(y0, y1, 0, 4, 2, 6);                        \
+                mk_v4d t1 = __builtin_shufflevector(y0, y1, 1, 5, 3, 7);                        \
+                mk_v4d t2 = __builtin_shufflevector(y2, y3, 0, 4, 2, 6);                        \
+                mk_v4d t3 = __builtin_shufflevector(y2, y3, 1, 5, 3, 7);                        \
+                mk_v4d d = mk_max4(mk_absdiff4(x0, __builtin_shufflevector(t0, t2, 0, 1, 4, 5)),   \
+                                   mk_absdiff4(x1, __builtin_shufflevector(t1, t3, 0, 1, 4, 5)));  \
+                d = mk_max4(d, mk_absdiff4(x2, __builtin_shufflevector(t0, t2, 2, 3, 6, 7)));   \
+                d = mk_max4(d, mk_absdiff4(x3, __builtin_shufflevector(t1, t3, 2, 3, 6, 7)));   \
+                vs = mk_max4(vs, d);                                                            \
+            }                                                                                   \
+        }                                                                                       \
+        for (int l = 0; l < 4; ++l) s = vs[l] > s ? vs[l] : s;
+    #else
+    #define MK_ASYM_BLOCKS(T) Py_ssize_t h4 = 0, l4 = 0;
+    #endif
+    #define mk_ld4_float mk_ld4_f32
+    #define mk_ld4_double mk_ld4_f64
+    #define MK_CHECK_ASYM(NAME, T)                                                              \
+    MK_INLINE double NAME(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t h, Py_ssize_t c0, \
+                          Py_ssize_t len, double s) {                                           \
+        MK_ASYM_BLOCKS(T)                                                                       \
+        for (Py_ssize_t r = 0; r < h; ++r) {                                                    \
+            for (Py_ssize_t c = (r < h4 ? l4 : 0); c < len; ++c) {                              \
+                double d = (double)K[(r0 + r) * n + c0 + c] - (double)K[(c0 + c) * n + r0 + r]; \
+                d = d < 0 ? -d : d;                                                             \
+                s = d > s ? d : s;                                                              \
+            }                                                                                   \
+        }                                                                                       \
+        return s;                                                                               \
+    }
+    /* Panels of MK_PANEL rows in order: the rows' checks, then each panel's block against the
+       mirrored blocks of the panels above it (still in cache), so every entry comes from memory once. */
+    #define MK_PANEL 32
+    #define MK_CHECK(NAME, T)                                                                   \
+    MK_CHECK_ROWS(NAME##_rows, T)                                                               \
+    MK_CHECK_ASYM(NAME##_asym, T)                                                               \
     MK_DISPATCH static void NAME(const T *K, Py_ssize_t n, const double *dpos, double tiny,     \
                                  double *maxabs, double *asym, int *finite, long long *mi,      \
                                  long long *mj, double *o, double w) {                          \
-        double mx = 0.0, asy = 0.0, z = 0.0;                                                    \
+        double acc[3] = {0.0, -1.0, 0.0}, asy = 0.0;                                            \
+        for (Py_ssize_t a = 0; a < n; a += MK_PANEL) {                                          \
+            Py_ssize_t h = a + MK_PANEL < n ? MK_PANEL : n - a;                                 \
+            NAME##_rows(K, n, a, a + h, dpos, acc, o, w);                                       \
+            for (Py_ssize_t c = 0; c <= a; c += MK_PANEL)                                       \
+                asy = NAME##_asym(K, n, a, h, c, c + MK_PANEL < n ? MK_PANEL : n - c, asy);     \
+        }                                                                                       \
         *mi = -1; *mj = -1;                                                                     \
-        for (Py_ssize_t bi = 0; bi < n; bi += 128) {                                            \
-            Py_ssize_t i1 = bi + 128 < n ? bi + 128 : n;                                        \
-            for (Py_ssize_t bj = bi; bj < n; bj += 128) {                                       \
-                Py_ssize_t j1 = bj + 128 < n ? bj + 128 : n;                                    \
-                NAME##_rows(K, n, bi, i1, bj, j1, dpos, tiny, &mx, &z, mi, mj, o, w);           \
-                if (bj != bi) NAME##_rows(K, n, bj, j1, bi, i1, dpos, tiny, &mx, &z, mi, mj, o, w); \
-                for (Py_ssize_t i = bi; i < i1; ++i) {                                          \
-                    const T *r = K + i * n;                                                     \
-                    for (Py_ssize_t j = (bj == bi ? i + 1 : bj); j < j1; ++j) {                  \
-                        double d = (double)r[j] - (double)K[j * n + i];                         \
-                        d = d < 0 ? -d : d;                                                     \
-                        asy = d > asy ? d : asy;                                                \
-                    }                                                                           \
+        if (acc[1] > tiny) { /* a second look (rare) for the first offending pair, row by row */ \
+            for (Py_ssize_t i = 0; i < n && *mi < 0; ++i) {                                     \
+                double di = dpos[i] * (1.0 + 5e-7);                                             \
+                for (Py_ssize_t j = 0; j < n; ++j) {                                            \
+                    double a = (double)K[i * n + j], aa = a < 0 ? -a : a;                       \
+                    if (aa - di * dpos[j] > tiny) { *mi = i; *mj = j; break; }                  \
                 }                                                                               \
             }                                                                                   \
         }                                                                                       \
-        *maxabs = mx; *asym = asy; *finite = (z == 0.0);                                        \
+        *maxabs = acc[0]; *asym = asy; *finite = (acc[2] == 0.0);                               \
     }
     MK_CHECK(mk_check_f32, float)
     MK_CHECK(mk_check_f64, double)
@@ -513,8 +575,11 @@ def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, c
     semi-definite matrix satisfies ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  (Comparing ``|K_ij|`` with
     a product of square roots, not ``K_ij^2`` with ``K_ii K_jj``: the squares of the tiny entries of a
     narrow Gaussian kernel underflow to subnormal numbers, whose arithmetic made the check 30-50 times
-    slower than a read of the stack.)  The kernel is read by pairs of mirrored 128 x 128 tiles, so
-    ``K_ij`` and ``K_ji`` meet while both are in cache and every entry is read once.
+    slower than a read of the stack.)  The kernel is read once, by whole rows in panels of 32 (a sequential
+    stream; tiles made the hardware prefetchers give up); each panel is compared with the mirrored blocks
+    of the panels above it while those are still in cache, so ``K_ij`` and ``K_ji`` meet without a second
+    read from memory.  ``minor`` is the first offending pair in row-major order (looked for only when the
+    read found one).
 
     With ``combined`` (zeros of shape (B, n, n)) and ``weights``, the same read also adds ``weights[m] * K[m]``
     to ``combined[b]`` for the ``b``-th of ``B`` contiguous groups of kernels (a group per thread, up to

@@ -47,6 +47,9 @@ class _SVMLoss(SampleLoss):
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         return self.problem(y).linear_term(alpha)
 
+    def ray(self, alpha: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+        return self.problem(y).ray(alpha)
+
 
 class CSVCLoss(_SVMLoss):
     """Hinge loss with bias: the C-SVC dual, ``0 <= alpha <= C``, ``y'alpha = 0``, ``L(alpha) = 1'alpha``.

@@ -85,6 +85,12 @@ METHODS += (
                  "ICML 2010; " + _BUCAK + " (MKL-GL).",
     ),
     Method(
+        name="gmkl_l1", summary="GMKL: mu >= 0 with r(mu) = sigma'mu (sigma = 1), projected gradient + Armijo "
+                                "(the form of Varma and Babu's experiments).",
+        loss="csvc", regularizer="gmkl_l1", solver="projected_gradient", regularizer_params={"sigma": 1.0},
+        citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",
+    ),
+    Method(
         name="gmkl_l2", summary="GMKL: mu >= 0 with r(mu) = (c/2)||mu||^2 (c = 1), projected gradient + Armijo.",
         loss="csvc", regularizer="gmkl_l2", solver="projected_gradient", regularizer_params={"c": 1.0},
         citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",

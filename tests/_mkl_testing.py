@@ -379,6 +379,20 @@ def _primal_upper(factors: list[np.ndarray], y: np.ndarray, reg: Regularizer, C:
     return float(norms + C * np.maximum(0.0, 1.0 - y * (f + b)).sum() + reg.penalty(mu))
 
 
+def _gmkl_l1_scaled(reg: Regularizer, a: np.ndarray, q: np.ndarray) -> float:
+    """``1'a - dual_bound(q/2)``; for GMKL's pure l1 (infinite beyond ``q_m/2 > sigma_m``) at ``s a`` with
+    ``s = min(1, min_m sqrt(2 sigma_m / q_m))``, which keeps ``s a`` feasible and brings it inside (the closed
+    form, independent of the library's search along the ray in ``multikernel.solve.scaling``)."""
+    plain = float(a.sum() - reg.dual_bound(0.5 * q))
+    if math.isfinite(plain) or not (reg.name.startswith("gmkl_") and reg._c() == 0):
+        return plain
+    sigma = reg._sigma(len(q))
+    with np.errstate(divide="ignore"):
+        s = min(1.0, float(np.min(np.sqrt(2.0 * sigma / np.maximum(q, 0.0)))))
+    s *= 1.0 - 1e-12  # strictly inside despite the rounding of the square root
+    return max(plain, float(s * a.sum() - reg.dual_bound(0.5 * s * s * q)))
+
+
 def reference(Ks: np.ndarray, y: np.ndarray, reg: Regularizer, C: float = 1.0) -> Reference:
     """The optimal MKL objective (C-SVC inner problem) by cvxpy + Clarabel, bracketed from both sides.
 
@@ -419,7 +433,7 @@ def reference(Ks: np.ndarray, y: np.ndarray, reg: Regularizer, C: float = 1.0) -
         if _clarabel(prob, opts):
             a = _feasible(alpha.value, y, C)
             coef = a * y
-            lower = max(lower, float(a.sum() - reg.dual_bound(0.5 * np.einsum("i,mij,j->m", coef, Ks, coef))))
+            lower = max(lower, _gmkl_l1_scaled(reg, a, np.einsum("i,mij,j->m", coef, Ks, coef)))
             upper = min(upper, _svm_upper(Ks, y, reg, C, np.array([np.sum(c.dual_value) for c in cones])))
         if within(1e-8):
             break

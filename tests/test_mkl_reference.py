@@ -46,7 +46,7 @@ from multikernel.plugins.smo_mkl import SMOMKL
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
 PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
-           "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last six: issue 12
+           "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last seven: issue 12
 # Tested in test_multilabel_mkl.py against the sum form and cvxpy: a stochastic solver of shared-weight problems
 # whose certified gap has a long tail (on drawn binary structures it can stall near 1e-2 within 200 iterations).
 OTHER_PRESETS = ["ml_mkl_sa"]

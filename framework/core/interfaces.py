@@ -188,6 +188,15 @@ class SampleLoss(Component, abc.ABC):
     def linear_term(self, alpha: np.ndarray, y: np.ndarray) -> float:
         """``L(alpha)``: the part of the inner dual objective that does not depend on the kernel."""
 
+    def ray(self, alpha: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
+        """``(a, b, s_max)`` with ``L(s alpha) = a s - b s^2`` and ``s alpha`` feasible for ``0 <= s <= s_max``.
+
+        Where the plain lower bound at ``alpha`` is infinite (GMKL's pure l1 near its optimum), the outer loop
+        certifies the best bound on the ray ``s * alpha`` instead (:mod:`multikernel.solve.scaling`).  ``None``
+        (the default) when scaling leaves the feasible set or the loss does not say: the plain bound is used.
+        """
+        return None
+
 
 # --------------------------------------------------------------------------------------------------
 # Regularizers: the domain and penalty of the kernel weights
@@ -287,6 +296,11 @@ class InnerProblem(abc.ABC):
     def linear_term(self, alpha: np.ndarray) -> float:
         """``L(alpha)`` summed over the blocks."""
 
+    def ray(self, alpha: np.ndarray) -> tuple[float, float, float] | None:
+        """``(a, b, s_max)``: ``L(s alpha) = a s - b s^2`` with ``s alpha`` feasible for ``0 <= s <= s_max``
+        (see :meth:`SampleLoss.ray`); ``None`` (the default) keeps the plain certificate at ``alpha``."""
+        return None
+
     @property
     @abc.abstractmethod
     def alpha_shape(self) -> tuple[int, ...]:
@@ -346,6 +360,16 @@ class LossBlocks(InnerProblem):
             return self.loss.linear_term(alpha, self.targets)
         return float(sum(self.loss.linear_term(a, y) for a, y in zip(alpha, self.targets, strict=True)))
 
+    def ray(self, alpha: np.ndarray) -> tuple[float, float, float] | None:
+        if self.targets.ndim == 1:
+            return self.loss.ray(alpha, self.targets)
+        rays = [self.loss.ray(a, y) for a, y in zip(alpha, self.targets, strict=True)]
+        if any(r is None for r in rays):
+            return None
+        # one scale for every block: the linear terms add up, the feasible scales intersect
+        return (float(sum(r[0] for r in rays)), float(sum(r[1] for r in rays)),  # type: ignore[index]
+                float(min(r[2] for r in rays)))  # type: ignore[index]
+
 
 @attrs.define(slots=False)
 class MKLProblem:
@@ -392,6 +416,10 @@ class MKLProblem:
     def linear_term(self, alpha: np.ndarray) -> float:
         """``L(alpha)``, summed over the blocks."""
         return self.inner.linear_term(alpha)  # type: ignore[union-attr]
+
+    def ray(self, alpha: np.ndarray) -> tuple[float, float, float] | None:
+        """The inner problem's ray through ``alpha`` (:meth:`InnerProblem.ray`), or ``None``."""
+        return self.inner.ray(alpha)  # type: ignore[union-attr]
 
     def quad_forms(self, coef: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         """``q_m = sum_t c_t' K_m c_t`` over the coefficient blocks (all kernels, or only ``kernels``)."""

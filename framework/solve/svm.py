@@ -88,6 +88,27 @@ class InnerQP:
         alpha = np.asarray(alpha, dtype=np.float64)
         return float(-np.sum(np.asarray(self.p) * alpha) - 0.5 * np.sum(np.asarray(self.ridge) * alpha**2))
 
+    def ray(self, alpha: np.ndarray) -> tuple[float, float, float] | None:
+        """``(a, b, s_max)``: ``L(s alpha) = a s - b s^2``, ``s alpha`` feasible for ``0 <= s <= s_max``.
+
+        Only when the zero vector is feasible (bounds around 0, right-hand sides 0): then the segment from 0
+        to a feasible ``alpha`` is feasible, and beyond ``alpha`` until a box bound is reached (``s_max``,
+        at least 1).  ``None`` otherwise (``1'alpha = 1`` of the nu-form, say).
+        """
+        if self.y_sum not in (None, 0.0) or self.total not in (None, 0.0):
+            return None
+        alpha = np.asarray(alpha, dtype=np.float64)
+        lower = np.broadcast_to(np.asarray(self.lower, dtype=np.float64), alpha.shape)
+        upper = np.broadcast_to(np.asarray(self.upper, dtype=np.float64), alpha.shape)
+        if np.any(lower > 0) or np.any(upper < 0):
+            return None
+        a = float(-np.sum(np.asarray(self.p) * alpha))
+        b = float(0.5 * np.sum(np.asarray(self.ridge) * alpha**2))
+        pos, neg = alpha > 0, alpha < 0
+        s_max = min(float(np.min(upper[pos] / alpha[pos], initial=math.inf)),
+                    float(np.min(lower[neg] / alpha[neg], initial=math.inf)))
+        return a, b, max(s_max, 1.0)
+
 
 def _box_maximum(r: np.ndarray, D: np.ndarray, lo: np.ndarray, up: np.ndarray, scale: float) -> np.ndarray:
     """``max over lo <= a <= up of (-r a - D a^2 / 2)`` per sample (``inf`` when unbounded above).
