@@ -384,7 +384,13 @@ def _newton_direction(Q: np.ndarray, g: np.ndarray, P: np.ndarray, tol: float) -
         coef = V.T @ b
         rng = w > 1e-12 * max(float(np.abs(w).max()), np.finfo(float).tiny)
         null = V[:, ~rng] @ coef[~rng]
-        if np.abs(null).max(initial=0.0) > 0.1 * tol:
+        # An eigenvector is accurate to eps ||H|| / gap: that much of the range part of b leaks into the null
+        # part.  A "flat direction" below that floor is rounding, and a slide along it (tiny slope, huge step)
+        # breaks the equality constraints (session 6: y'alpha = 4e-4 at C = 1e4 on a rank-deficient stack).
+        floor = 0.0
+        if rng.any():
+            floor = 10.0 * np.finfo(float).eps * float(np.linalg.norm(b)) * float(w.max() / w[rng].min())
+        if np.abs(null).max(initial=0.0) > max(0.1 * tol, floor):
             # no Newton step reaches a face gradient below tol: first slide along the flat directions to a bound
             return P @ null
         return P @ (V[:, rng] @ (coef[rng] / w[rng]))
@@ -452,7 +458,20 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
         return None
     new = alpha.copy()
     new[free] = np.clip(a, lof, upf)
+    if not _keeps_equalities(new[free] - alpha[free], cf, gf, mode, float(np.abs(new[free]).max(initial=0.0))):
+        return None
     return new
+
+
+def _keeps_equalities(delta: np.ndarray, c: np.ndarray, grp: np.ndarray, mode: int, scale: float) -> bool:
+    """Whether a polish step ``delta`` keeps the equality constraints to rounding (a guard: every step is
+    projected on them, but a long step along a direction at rounding level would not be)."""
+    if mode == 0:
+        return True
+    slack = 64.0 * np.finfo(float).eps * len(delta) * max(scale, 1.0)
+    if mode == 1:
+        return abs(float(c @ delta)) <= slack
+    return all(abs(float(delta[grp == g].sum())) <= slack for g in (0, 1))
 
 
 def _solve_polished(kernel: object, Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.ndarray,
