@@ -76,7 +76,7 @@ def main() -> None:
             print(f"{args.dataset}: {len(folds[0][0])} rows in the fold, M = {stack.n_kernels}, {len(folds)} "
                   f"fold(s), gap tol {solver.tol:g}; load {' '.join(f'{x:.1f}' for x in os.getloadavg())}",
                   flush=True)
-        for j, (m, points) in enumerate(methods):
+        for m, points in methods:
             c0 = time.process_time()
             ((scores, info),) = cross_validate_methods(stack, ytr, folds, [(m, points)], solver,
                                                        warm_start=s.warm_start, warm_order=s.warm_order)

@@ -160,6 +160,15 @@ class ProjectedGradient(_LineSearchSolver):
     max_backtracks : int, default=30
         Trials per iteration before the step counts as stalled (the loop then solves the inner problems
         more precisely; at the finest inner tolerance a ConvergenceWarning states the gap reached).
+    level_after : int, optional
+        On a polyhedral domain (simplex, box-simplex, with or without a penalty: L1-MKL, SM1MKL, SM2MKL), keep
+        the cut of ``F`` of every accepted iterate and, at the first stalled step or after ``level_after``
+        iterations, continue with the level method's steps (:class:`LevelMethod`, default parameters) on the
+        model of all those cuts.  Where ``F`` has a kink or is nearly flat (SM2MKL at large ``theta``, near
+        L1) the gradient steps crawl to the iteration cap, or stall with the primal value converged while each
+        iterate's own ``alpha`` certifies little; the model's aggregate ``alpha_bar`` (a convex combination of
+        the collected solutions) certifies such points at once.  Before the switch the cuts cost one small
+        product per iteration (their cross products), no LP.  ``None`` (default): gradient steps throughout.
     """
 
     name = "projected_gradient"
