@@ -13,6 +13,7 @@ import argparse
 import cProfile
 import pstats
 import time
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -23,10 +24,13 @@ from multikernel.experiments.runner import check_experiment, load_experiment_con
 from multikernel.experiments.units import make_kernel_set, split_data
 
 
-def split0_problem(config: str, dataset: str) -> tuple:
+def split0_problem(config: str, dataset: str, transform: Callable | None = None) -> tuple:
     """The experiment's split 0 of one data set: ``(config, kernel stack of its training part, training labels,
-    the CV folds of the training part)``, as the runner builds them."""
+    the CV folds of the training part)``, as the runner builds them; ``transform`` changes the loaded config
+    first (a variant of the protocol)."""
     cfg = load_experiment_config(config)
+    if transform is not None:
+        cfg = transform(cfg)
     cfg = attrs.evolve(cfg, datasets=[d for d in cfg.datasets if d.name == dataset])
     X, y = check_experiment(cfg)[dataset]
     s = cfg.experiment

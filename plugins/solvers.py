@@ -24,7 +24,7 @@ from multikernel._threads import blas_for
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
-from multikernel.solve.outer import INNER_TOL_FLOOR, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
+from multikernel.solve.outer import INNER_TOL_FLOOR, Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
@@ -160,12 +160,56 @@ class ProjectedGradient(_LineSearchSolver):
     max_backtracks : int, default=30
         Trials per iteration before the step counts as stalled (the loop then solves the inner problems
         more precisely; at the finest inner tolerance a ConvergenceWarning states the gap reached).
+    level_after : int, optional
+        On a polyhedral domain (simplex, box-simplex, with or without a penalty: L1-MKL, SM1MKL, SM2MKL), keep
+        the cut of ``F`` of every accepted iterate and, at the first stalled step or after ``level_after``
+        iterations, continue with the level method's steps (:class:`LevelMethod`, default parameters) on the
+        model of all those cuts.  Where ``F`` has a kink or is nearly flat (SM2MKL at large ``theta``, near
+        L1) the gradient steps crawl to the iteration cap, or stall with the primal value converged while each
+        iterate's own ``alpha`` certifies little; the model's aggregate ``alpha_bar`` (a convex combination of
+        the collected solutions) certifies such points at once.  Before the switch the cuts cost one small
+        product per iteration (their cross products), no LP.  ``None`` (default): gradient steps throughout.
     """
 
     name = "projected_gradient"
     requires = frozenset({Capability.PROJECTION, Capability.PENALTY_GRADIENT})
 
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, level_after: int | None = None) -> None:
+        super().__init__(sigma=sigma, max_backtracks=max_backtracks)
+        self.level_after = level_after
+
+    def check(self, problem: MKLProblem) -> None:
+        super().check(problem)
+        if self.level_after is not None:
+            if not (isinstance(self.level_after, int | np.integer) and not isinstance(self.level_after, bool)
+                    and self.level_after >= 1):
+                raise ValueError(f"level_after must be None or a positive integer; got {self.level_after!r}")
+            _polyhedral_cap(problem.regularizer, problem.stack.n_kernels, "projected_gradient with level_after")
+
+    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        if self.level_after is None:
+            return Evaluator(problem, loop)
+        return _CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
+
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
+        if self.level_after is None:
+            return self._step(evaluate, it)
+        if not evaluate.lazy:  # switched: the level method's step on the model of every cut so far
+            return _LEVEL.step(evaluate, it)
+        nxt = self._step(evaluate, it) if evaluate.loop.n_iter < self.level_after else Stalled("switch")
+        if not isinstance(nxt, Stalled):
+            return nxt
+        # Gradient steps stalled (or took level_after iterations): the cutting-plane model of the cuts collected
+        # along the way certifies the weights (its aggregate alpha_bar, typically where F has a kink) or
+        # continues with the level method's steps, which do not crawl where F is nearly flat.
+        evaluate.lazy = False
+        if not evaluate.settle(it.mu):
+            return nxt
+        if evaluate.loop.met:
+            return Converged("the aggregate of the cutting-plane model certifies the current weights")
+        return _LEVEL.step(evaluate, it)
+
+    def _step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
         eta = _initial_step(grad) if it.memo is None else it.memo
         d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
@@ -490,6 +534,10 @@ class LevelMethod(OuterSolver):
         return evaluate(new, it.sol.alpha)
 
 
+#: The level method's parameters where projected gradient continues with its steps (``level_after``).
+_LEVEL = LevelMethod()
+
+
 class _CuttingPlanes(Evaluator):
     """The level method's evaluations: each adds its cut of ``F`` to the bundle and re-solves the model LP.
 
@@ -498,8 +546,11 @@ class _CuttingPlanes(Evaluator):
     the next cut.
     """
 
-    def __init__(self, problem: MKLProblem, loop: OuterLoop, max_cuts: int) -> None:
+    aggregate = False  # the LP multipliers give this solver's own aggregate (alpha_bar)
+
+    def __init__(self, problem: MKLProblem, loop: OuterLoop, max_cuts: int, lazy: bool = False) -> None:
         super().__init__(problem, loop)
+        self.lazy = lazy
         self.cap = _polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
         self.bundle = _Bundle(max_cuts)
         self.blas = ThreadpoolController()
@@ -510,20 +561,34 @@ class _CuttingPlanes(Evaluator):
         # aggregate forms are read from the stack again
         self.cross_bytes = max(problem.stack.nbytes // 2, 16 * 2**20)
 
-    def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
-        if not with_q:  # only on a single-point domain, where the loop takes no step and needs no cut
-            return super().__call__(mu, alpha0, with_q=False)
-        it = super().__call__(mu, alpha0)
+    def certify(self, it: Iterate) -> Iterate:
+        """The base certification (quadratic forms, bounds), then the iterate's cut, the model LP and the
+        aggregate; every certified evaluation adds a cut, whichever solver steps (the level method, or
+        projected gradient with ``level_after``)."""
+        it = super().certify(it)
+        mu = it.mu
         p = self.problem
         if self._pending is not None:
             self.bundle.add(*self._pending)
+            self._pending = None
         # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
         o, g = _penalty_tangent(p.regularizer, mu)
         self.bundle.add(p.linear_term(it.sol.alpha), it.q, it.sol.alpha, it.sol.coef, o, g,
                         cross=self._cross(it))
+        if not self.lazy:
+            self.settle(mu)
+        return it
+
+    def settle(self, mu: np.ndarray) -> bool:
+        """Minimise the model (the LP) and offer its aggregate ``alpha_bar`` to the loop; False if HiGHS failed.
+
+        The level method settles at every cut.  A ``lazy`` model (projected gradient with ``level_after``) only
+        collects the cuts (with their cross products) and settles when its solver asks: the LP is then solved
+        once, not at every iteration.
+        """
         self.model = self.bundle.model_minimum(self.cap)
         self._pending = None if self.model is None else self._aggregate(mu, self.model[1])
-        return it
+        return self.model is not None
 
     def _cross(self, it: Iterate) -> np.ndarray | None:
         """``c_i'K_m c`` for the bundle's cuts ``i`` and this iterate's ``c``, from the products ``K_m c`` the
