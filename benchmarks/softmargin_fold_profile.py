@@ -40,6 +40,16 @@ def split0_problem(config: str, dataset: str, transform: Callable | None = None)
     return cfg, stack, ytr, folds
 
 
+def fold_parser(description: str | None) -> argparse.ArgumentParser:
+    """The command line of the scripts that run folds of split 0: config, data set, --folds, --methods."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("dataset")
+    parser.add_argument("--folds", type=int, default=1, help="how many of the cv_folds folds to run (default 1)")
+    parser.add_argument("--methods", default="", help="labels, comma-separated (default: all)")
+    return parser
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")

@@ -13,14 +13,16 @@ stop at a certified gap of ``cv_tol`` may rank close points differently.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import time
 from collections.abc import Iterator
 
 import attrs
-from softmargin_fold_profile import split0_problem  # the sibling script (benchmarks/ is on sys.path when run)
+from softmargin_fold_profile import (  # the sibling script (benchmarks/ is on sys.path when run)
+    fold_parser,
+    split0_problem,
+)
 
 from multikernel.experiments.model_selection import cross_validate_methods, resolve_grid, select_best
 
@@ -36,11 +38,7 @@ def _timed(cpu: list[float], j: int) -> Iterator[None]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config")
-    parser.add_argument("dataset")
-    parser.add_argument("--folds", type=int, default=1, help="how many of the cv_folds folds to run (default 1)")
-    parser.add_argument("--methods", default="", help="labels, comma-separated (default: all)")
+    parser = fold_parser(__doc__)
     args = parser.parse_args()
     cfg, stack, ytr, folds = split0_problem(args.config, args.dataset)
     s = cfg.experiment

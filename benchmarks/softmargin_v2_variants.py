@@ -21,7 +21,6 @@ may rank close points differently.
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import warnings
@@ -29,7 +28,10 @@ import warnings
 import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from softmargin_fold_profile import split0_problem  # the sibling script (benchmarks/ is on sys.path when run)
+from softmargin_fold_profile import (  # the sibling script (benchmarks/ is on sys.path when run)
+    fold_parser,
+    split0_problem,
+)
 
 from multikernel.config.schema import PartConfig
 from multikernel.experiments.model_selection import cross_validate_methods, resolve_grid, select_best
@@ -55,11 +57,7 @@ def _apply(cfg, variant: str):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("config")
-    parser.add_argument("dataset")
-    parser.add_argument("--folds", type=int, default=1, help="how many of the cv_folds folds to run (default 1)")
-    parser.add_argument("--methods", default="", help="labels, comma-separated (default: all)")
+    parser = fold_parser(__doc__)
     parser.add_argument("--variants", default="base,f32", help="comma-separated (default: base,f32)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
