@@ -17,13 +17,14 @@ from collections.abc import Callable
 
 import attrs
 import numpy as np
-from scipy.optimize import linprog, minimize
+from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
 from multikernel._threads import blas_for
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
+from multikernel.plugins._master_lp import MasterLP
 from multikernel.solve.outer import INNER_TOL_FLOOR, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
@@ -618,6 +619,8 @@ class _Bundle:
         #: ``X[i, j, m] = c_i'K_m c_j`` for every pair of cuts, while every cut came with its cross products
         self.X: np.ndarray | None = None
         self._xbuf: np.ndarray | None = None
+        #: the model LP, kept warm in HiGHS across iterations (made at the first :meth:`model_minimum`)
+        self.lp: MasterLP | None = None
 
     def add(self, L: float, q: np.ndarray, alpha: np.ndarray, coef: np.ndarray, o: float = 0.0,
             g: np.ndarray | None = None, cross: np.ndarray | None = None) -> None:
@@ -653,6 +656,8 @@ class _Bundle:
             self.coefs = np.concatenate([self.coefs, coef[None]])
             self.G = np.vstack([self.G, g])
         self.L = np.append(self.L, L + o)
+        if self.lp is not None:
+            self.lp.add_cut(L + o, fq)
         self.O = np.append(self.O, o)
         self.age = np.append(self.age, self._count)
         self.active = np.append(self.active, True)
@@ -668,6 +673,8 @@ class _Bundle:
         keep = np.ones(len(self.L), dtype=bool)
         keep[order[:excess]] = False
         keep[-1] = True  # never the newest cut
+        if self.lp is not None:
+            self.lp.delete_cuts(np.flatnonzero(~keep))
         self.L, self.Q, self.alphas, self.coefs = self.L[keep], self.Q[keep], self.alphas[keep], self.coefs[keep]
         self.O, self.G = self.O[keep], self.G[keep]
         self.age, self.active, self.nu = self.age[keep], self.active[keep], self.nu[keep]
@@ -679,31 +686,27 @@ class _Bundle:
     def model_minimum(self, cap: float) -> tuple[float, np.ndarray, np.ndarray] | None:
         """``min_{mu in D} max_j h_j(mu)`` by HiGHS: its value, the cuts' multipliers and the minimiser.
 
-        ``None`` if HiGHS fails.
+        ``None`` if HiGHS fails.  The LP lives in :class:`~multikernel.plugins._master_lp.MasterLP`, warm
+        across calls (each call adds the cuts since the last one); ``cap`` is read at the first call.
 
         Variables ``(mu, t)``: minimise ``t`` subject to ``L_j - 1/2 q_j'mu <= t``, ``sum mu = 1`` and
         ``0 <= mu <= cap``.  The multipliers of the cut rows sum to 1 (the coefficient of ``t``).
         """
-        k, M = self.Q.shape
-        c = np.zeros(M + 1)
-        c[-1] = 1.0
-        A_ub = np.hstack([-0.5 * self.Q, -np.ones((k, 1))])
-        A_eq = np.ones((1, M + 1))
-        A_eq[0, -1] = 0.0
-        bounds = [(0.0, cap)] * M + [(None, None)]
-        # HiGHS' presolve finds nothing to remove in this small dense LP and took half of its time (measured on
-        # the benchmark's models of 40-560 cuts over 183 kernels); the dual simplex is what it chose anyway.
-        res = linprog(c, A_ub=A_ub, b_ub=-self.L, A_eq=A_eq, b_eq=[1.0], bounds=bounds, method="highs-ds",
-                      options={"presolve": False})
-        if res.status != 0:
+        if self.lp is None:
+            self.lp = MasterLP(self.Q.shape[1], cap)
+            for L, q in zip(self.L, self.Q, strict=True):
+                self.lp.add_cut(L, q)
+        res = self.lp.solve()
+        if res is None:
             return None
-        lam = np.maximum(-np.asarray(res.ineqlin.marginals, dtype=np.float64), 0.0)
+        value, duals, mu = res
+        lam = np.maximum(-duals, 0.0)
         total = lam.sum()
         if not total > 0:
             return None
         lam /= total
         self.active = lam > 0
-        return float(res.fun), lam, np.asarray(res.x[:M], dtype=np.float64)
+        return value, lam, mu
 
     def project(self, center: np.ndarray, level: float, project: Callable[[np.ndarray], np.ndarray],
                 fallback: np.ndarray | None) -> np.ndarray:
