@@ -25,6 +25,7 @@ class MasterLP:
 
     def __init__(self, n_weights: int, cap: float) -> None:
         self.n_weights = n_weights
+        self.cap = cap
         self._idx = np.arange(n_weights + 1, dtype=np.int32)
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 import attrs
 import numpy as np
-from scipy.optimize import minimize
 from threadpoolctl import ThreadpoolController
 
 from multikernel._threads import blas_for
@@ -431,7 +430,7 @@ class LevelMethod(OuterSolver):
     The projection, ``min ||mu - mu_i||^2`` over ``{mu in D, q_j'mu >= 2 (L_j - level)}``, is solved through
     its dual over the cut multipliers ``nu >= 0``: ``mu(nu) = Pi_D(mu_i + sum_j nu_j q_j)`` with the
     regularizer's Euclidean projection, and the concave dual function has the gradient ``b - Q mu(nu)``, so
-    L-BFGS-B on a handful of bounded variables solves it (a dense QP over ``M`` weights is avoided).  An
+    projected Newton steps on a handful of bounded variables solve it (a dense QP over ``M`` weights is avoided).  An
     inexact dual solution still yields a point of ``D``; only the level constraints are then approximate.
 
     Every SVM solve is warm-started from the previous ``alpha``.  Works for the polyhedral domains
@@ -480,7 +479,7 @@ class LevelMethod(OuterSolver):
         lower = loop.lower if model is None else max(loop.lower, model[0])
         target = lower + self.level * (loop.upper - lower)
         fallback = None if model is None else model[2]
-        # L-BFGS-B works on a few dozen multipliers: its BLAS calls are tiny, and BLAS threads waiting for
+        # The projection works on a few dozen multipliers: its BLAS calls are tiny, and BLAS threads waiting for
         # busy cores made each call cost milliseconds in the benchmark.
         with evaluate.blas.limit(limits=1, user_api="blas"):
             new = evaluate.bundle.project(it.mu, target, evaluate.problem.regularizer.project, fallback)
@@ -710,7 +709,7 @@ class _Bundle:
 
     def project(self, center: np.ndarray, level: float, project: Callable[[np.ndarray], np.ndarray],
                 fallback: np.ndarray | None) -> np.ndarray:
-        """``argmin ||mu - center||^2`` over ``{mu in D: h_j(mu) <= level}``, by L-BFGS-B on the dual.
+        """``argmin ||mu - center||^2`` over ``{mu in D: h_j(mu) <= level}``, by Newton's method on the dual.
 
         The constraints are ``q_j'mu >= 2 (L_j - level)``.  Every domain here has ``sum mu = 1``, so the mean
         of each ``q_j`` is moved to the right-hand side: near the optimum the cuts are nearly constant
@@ -718,8 +717,11 @@ class _Bundle:
         huge multipliers along a direction the domain cannot move in.  Rows are then scaled to unit norm
         (the multipliers have the scale of the weights).  The dual
         ``g(nu) = 1/2 ||mu(nu) - center||^2 + nu'(b - A mu(nu))``, ``mu(nu) = Pi_D(center + A'nu)``, is
-        concave with gradient ``b - A mu(nu)``.  Should the dual solve fail numerically, ``fallback`` (the
-        LP minimiser of the model, which lies in the level set) is returned.
+        concave and piecewise quadratic over ``nu >= 0`` (one variable per cut, not per kernel), with gradient
+        ``b - A mu(nu)``; :func:`_dual_newton` maximises it from the last projection's multipliers.  Should it
+        fail numerically, ``fallback`` (the LP minimiser of the model, which lies in the level set) is
+        returned; an inexact dual solution still yields a point of ``D`` (only the level constraints are then
+        approximate), and the method's certificate does not depend on it.
         """
         means = self.Q.mean(axis=1)
         A = self.Q - means[:, None]
@@ -729,24 +731,64 @@ class _Bundle:
         b = (2.0 * (self.L - level) - means) / norms
         if np.all(A @ center >= b):
             return center.copy()
-
-        def negative_dual(nu: np.ndarray) -> tuple[float, np.ndarray]:
-            mu = np.asarray(project(center + A.T @ nu), dtype=np.float64)
-            d = mu - center
-            slack = b - A @ mu
-            return -(0.5 * float(d @ d) + float(nu @ slack)), -slack
-
+        cap = math.inf if self.lp is None else self.lp.cap
         try:
-            res = minimize(negative_dual, self.nu, jac=True, method="L-BFGS-B", bounds=[(0.0, None)] * len(b),
-                           options={"maxiter": 500, "ftol": 1e-15, "gtol": 1e-12})
-            mu = np.asarray(project(center + A.T @ res.x), dtype=np.float64)
-        except (ValueError, IndexError, FloatingPointError):
+            nu, mu = _dual_newton(A, b, center, project, cap, self.nu)
+        except (ValueError, IndexError, FloatingPointError, np.linalg.LinAlgError):
             mu = None
         if mu is None or not np.all(np.isfinite(mu)):
             self.nu = np.zeros(len(b))
             return center.copy() if fallback is None else fallback.copy()
-        self.nu = res.x
+        self.nu = nu
         return mu
+
+
+def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Callable[[np.ndarray], np.ndarray],
+                 cap: float, nu0: np.ndarray, tol: float = 1e-9, max_iter: int = 100
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Maximise the projection's dual ``g(nu)`` over ``nu >= 0`` by projected Newton steps (Bertsekas 1982).
+
+    ``Pi_D(z) = clip(z - tau, 0, cap)`` on ``D = {sum mu = 1, 0 <= mu <= cap}``, so with ``F`` the weights
+    strictly inside ``(0, cap)`` the (generalized) Hessian of ``-g`` is ``A_F (I - 11'/|F|) A_F'``: exact on
+    each quadratic piece of ``g``, which makes the steps finite-terminating in practice (5-10 steps where
+    L-BFGS-B took about 200 evaluations).  The multipliers at zero whose gradient points below zero are held
+    there; the step on the others is damped by an Armijo search along the projected path.  Stops when the
+    projected gradient (the violation of the level constraints, in the unit-norm rows) is below ``tol``;
+    otherwise returns the last iterate.
+    """
+    k = len(b)
+    nu = np.maximum(nu0, 0.0) if len(nu0) == k else np.zeros(k)
+
+    def dual(nu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        mu = np.asarray(project(center + A.T @ nu), dtype=np.float64)
+        slack = b - A @ mu
+        d = mu - center
+        return 0.5 * float(d @ d) + float(nu @ slack), slack, mu
+
+    g, grad, mu = dual(nu)
+    for _ in range(max_iter):
+        if np.max(np.abs(np.where(nu > 0, grad, np.maximum(grad, 0.0)))) <= tol:
+            break
+        free = (nu > 0) | (grad > 0)
+        inside = (mu > 0) & (mu < cap)
+        Af = A[free][:, inside]
+        s = Af.sum(axis=1)
+        H = Af @ Af.T - np.outer(s, s) / max(int(inside.sum()), 1)
+        # Parallel cuts make H singular; a relative ridge keeps the step finite (the search damps the rest).
+        H[np.diag_indices_from(H)] += 1e-10 * (np.trace(H) / len(H) + 1.0)
+        step = np.zeros(k)
+        step[free] = np.linalg.solve(H, grad[free])
+        t = 1.0
+        while True:
+            trial = np.maximum(nu + t * step, 0.0)
+            g_trial, grad_trial, mu_trial = dual(trial)
+            if g_trial >= g + 1e-4 * float(grad @ (trial - nu)) or t < 1e-12:
+                break
+            t *= 0.5
+        if not g_trial >= g:
+            break  # no ascent at this precision
+        nu, g, grad, mu = trial, g_trial, grad_trial, mu_trial
+    return nu, mu
 
 
 @hookimpl
