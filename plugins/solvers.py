@@ -414,8 +414,9 @@ class LevelMethod(OuterSolver):
 
     Every inner solve at ``mu_i`` gives a feasible ``alpha_i`` and with it the linear minorant (cut)
     ``h_i(mu) = L(alpha_i) - 1/2 q(alpha_i)'mu <= J(mu)``, valid for every ``mu`` however loosely the SVM was
-    solved.  The cutting-plane model ``max_i h_i`` is minimised over the domain by an LP (HiGHS, through
-    ``scipy.optimize.linprog``); the next iterate is the Euclidean projection of the current one onto the
+    solved.  The cutting-plane model ``max_i h_i`` is minimised over the domain by an LP (HiGHS through
+    ``highspy``, one model kept warm across iterations, :mod:`multikernel.plugins._master_lp`); the next
+    iterate is the Euclidean projection of the current one onto the
     level set ``{mu in D: h_i(mu) <= level for all i}``, ``level = lower + lambda (upper - lower)``.  The
     projection keeps the iterates stable, which is what the plain cutting-plane method (SILP) lacks.
 
