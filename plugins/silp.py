@@ -6,7 +6,8 @@ the MKL-SIP / MKL-SILP of the Bucak thesis (spec section 2.4.1, with the sign of
 Every inner solve at ``mu_t`` gives a feasible ``alpha_t`` and the cut ``h_t(mu) = L(alpha_t) - 1/2 q(alpha_t)'mu``,
 a linear minorant of ``J`` (on the simplex, ``sum_m mu_m (1'alpha - S_m(alpha)/2)`` of the thesis).  The restricted
 master problem ``min_{mu in D, t} t`` subject to ``h_r(mu) <= t`` for every cut kept is an LP, solved by HiGHS
-(``scipy.optimize.linprog(method="highs")``); its minimiser is the next iterate.  That is Kelley's cutting-plane
+(through ``highspy``, one warm model with a row per cut: :mod:`multikernel.plugins._master_lp`); its
+minimiser is the next iterate.  That is Kelley's cutting-plane
 method; the level method (:class:`multikernel.plugins.solvers.LevelMethod`) is the same model with a projection
 that keeps the iterates stable.  The model, the LP and the certificate are the level method's own
 (:class:`multikernel.plugins.solvers._CuttingPlanes`): cuts are kept across iterations (the warm constraint set),
