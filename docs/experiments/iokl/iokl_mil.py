@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
 import time
 import warnings
 from pathlib import Path
@@ -183,6 +184,11 @@ def _cv_table(res: pd.DataFrame, units: list[Path]) -> list[str]:
     if cv.empty:
         return []
     cv = cv.rename(columns={"repeat": "rep"})
+    # the units files are the runner's resume logs (not committed): keep their results beside this script
+    flat = cv[["dataset", "method", "rep", "fold", "accuracy", "best_params", "cv_mean", "fit_time"]].copy()
+    flat["best_params"] = flat["best_params"].map(json.dumps)
+    flat["cv_mean"] = flat["cv_mean"].map(lambda v: json.dumps([round(x, 4) for x in v]))
+    flat.sort_values(["dataset", "method", "rep", "fold"]).to_csv(HERE / "mil_cv_results.csv", index=False)
     lines = ["## Inner cross-validation", "",
              "C (and theta for IOKL-SM on musk1) chosen by 5-fold CV on the training bags of each outer fold "
              "([../iokl-mil-cv.toml](../iokl-mil-cv.toml): C in {0.01, 0.1, 1, 10, 100}, theta in {1.2, 2, 4, "
