@@ -3,10 +3,13 @@
     python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk1 --reps 10
     python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets elephant --reps 3
     python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk2 --reps 1
-    python docs/experiments/iokl/iokl_mil.py --summarize     # mil_results.md from mil_results.csv only
+    python docs/experiments/iokl/iokl_mil.py --summarize     # mil_results.md from the results files only
 
 ``mil_results_session4.csv`` keeps the IOKL rows of session 4 (before the bag-level rounding, issue 14): the
-summary shows them beside the current ones.
+summary shows them beside the current ones.  The summary also shows the inner cross-validation experiments
+(``../iokl-mil-cv.toml``, ``../iokl-mil-cv-elephant.toml``, run by ``multikernel experiment``) beside the fixed
+setting on the same outer folds, and copies their units (the runner's resume logs, not committed) to
+``mil_cv_results.csv``.
 
 Every (data set, repetition, fold, method) result is appended to ``mil_results.csv`` next to this script as
 soon as it is computed; a rerun skips what is there (resumable).  ``mil_results.md`` is the summary with the
@@ -163,7 +166,8 @@ def summarize(path: Path, before: Path | None = None, cv_units: list[Path] | Non
     agg = _accuracy(res)
     old = _accuracy(pd.read_csv(before)) if before is not None and before.exists() else None
     lines = [*HEADER, "| data set | method | accuracy % (mean over the folds run; ± sd over complete repetitions) | "
-             "repetitions x folds run | s per fit | session 4 (before rounding) | thesis Table 4.5 |",
+             "repetitions x folds run | s per fit (wall, load varies) | session 4 (before rounding) | "
+             "thesis Table 4.5 |",
              "|---|---|---|---|---|---|---|"]
     for (ds, m), row in agg.iterrows():
         sd = f" ± {100 * row['sd']:.1f}" if row["reps"] >= 2 else ""
@@ -190,12 +194,13 @@ def _cv_table(res: pd.DataFrame, units: list[Path]) -> list[str]:
     flat["cv_mean"] = flat["cv_mean"].map(lambda v: json.dumps([round(x, 4) for x in v]))
     flat.sort_values(["dataset", "method", "rep", "fold"]).to_csv(HERE / "mil_cv_results.csv", index=False)
     lines = ["## Inner cross-validation", "",
-             "C (and theta for IOKL-SM on musk1) chosen by 5-fold CV on the training bags of each outer fold "
-             "([../iokl-mil-cv.toml](../iokl-mil-cv.toml): C in {0.01, 0.1, 1, 10, 100}, theta in {1.2, 2, 4, "
-             "6}/T; [../iokl-mil-cv-elephant.toml](../iokl-mil-cv-elephant.toml): C in {1, 10, 100}, theta = 2/T), "
-             "beside the fixed C = 10, theta = 2/T of the table above on the same outer folds (repetition 0):", "",
+             "C chosen by 5-fold CV on the training bags of each outer fold ([../iokl-mil-cv.toml]"
+             "(../iokl-mil-cv.toml), musk1: C in {0.01, 0.1, 1, 10, 100}; [../iokl-mil-cv-elephant.toml]"
+             "(../iokl-mil-cv-elephant.toml): C in {1, 10, 100}; theta = 2/T for IOKL-SM, a theta grid having "
+             "changed no inner score on musk1, see README.md), beside the fixed C = 10 of the table above on the "
+             "same outer folds (repetition 0):", "",
              "| data set | method | outer folds | accuracy % with inner CV | fixed C = 10 (same folds) | "
-             "points chosen (C, theta: count) | thesis Table 4.5 |", "|---|---|---|---|---|---|---|"]
+             "C chosen (value: folds) | thesis Table 4.5 |", "|---|---|---|---|---|---|---|"]
     for (ds, m), grp in cv.groupby(["dataset", "method"]):
         base = m.replace(" (CV)", "")
         same = res[(res["dataset"] == ds) & (res["method"] == base)].merge(grp[["rep", "fold"]], on=["rep", "fold"])
