@@ -14,10 +14,41 @@ wrong.
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+
 import highspy
 import numpy as np
 
 __all__ = ["MasterLP"]
+
+_BANNER_LOCK = threading.Lock()
+_banner_done = False
+
+
+def _new_highs() -> highspy.Highs:
+    """A HiGHS instance, without the version banner HiGHS writes to the process's stdout on the first one.
+
+    highspy >= 1.12 prints it in the constructor, before ``output_flag`` can be set (HiGHS issues 1702, 2749):
+    it would corrupt ``multikernel run --json`` and any program that pipes our stdout.  The first construction
+    runs with file descriptor 1 pointed at /dev/null; HiGHS does not print it again.
+    """
+    global _banner_done
+    with _BANNER_LOCK:
+        if _banner_done:
+            return highspy.Highs()
+        sys.stdout.flush()
+        saved = os.dup(1)
+        try:
+            with open(os.devnull, "w") as null:
+                os.dup2(null.fileno(), 1)
+                h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+        _banner_done = True
+        return h
 
 
 class MasterLP:
@@ -27,7 +58,7 @@ class MasterLP:
         self.n_weights = n_weights
         self.cap = cap
         self._idx = np.arange(n_weights + 1, dtype=np.int32)
-        h = highspy.Highs()
+        h = _new_highs()
         h.setOptionValue("output_flag", False)
         # Presolve finds nothing to remove in this small dense LP and would discard the warm basis; the dual
         # simplex is the method that restarts from it after rows are added.
