@@ -88,6 +88,19 @@ def map_coefficient(kind: str, gamma: float) -> float:
     return float(np.sqrt(gamma)) if kind in ("exp_sqrt", "inv_sqrt") else float(gamma)
 
 
+_MAP_BLOCK = 1 << 18  # entries of the float64 buffer of a float32 exp map (2 MB: stays in cache)
+
+
+def _exp_map(base: np.ndarray, kind: str, a: float, tmp: np.ndarray, out: np.ndarray) -> None:
+    """``out = exp(-a base)`` or ``exp(-a sqrt(base))`` through the float64 ``tmp`` (may be ``out``)."""
+    if kind == "exp_sqrt":
+        np.sqrt(base, out=tmp)
+        np.multiply(tmp, -a, out=tmp)
+    else:
+        np.multiply(base, -a, out=tmp)
+    np.exp(tmp, out=out, casting="same_kind")
+
+
 def apply_map(base: np.ndarray, kind: str, out: np.ndarray, a: float = 1.0, b: float = 0.0,
               c: float = 1.0) -> np.ndarray:
     """Write ``f(base)`` into ``out`` (float32 or float64, same shape), ``f`` one of the maps below.
@@ -105,13 +118,17 @@ def apply_map(base: np.ndarray, kind: str, out: np.ndarray, a: float = 1.0, b: f
     ============  =========================
     """
     if kind == "exp" or kind == "exp_sqrt":
-        tmp = out if out.dtype == np.float64 else np.empty(base.shape, dtype=np.float64)
-        if kind == "exp_sqrt":
-            np.sqrt(base, out=tmp)
-            np.multiply(tmp, -a, out=tmp)
-        else:
-            np.multiply(base, -a, out=tmp)
-        np.exp(tmp, out=out, casting="same_kind")
+        if out.dtype == np.float64:
+            _exp_map(base, kind, a, out, out)
+            return out
+        # float32: through a float64 buffer of a few rows (exp in double, then rounded once, as before), not
+        # one of the whole matrix: a fresh n x n float64 temporary cost its page faults on every kernel
+        # (musk2, n = 6598: 0.07-0.43 s per map against 0.05-0.08 s in blocks; the same bits).
+        rows = max(1, _MAP_BLOCK // max(base.shape[-1], 1)) if base.ndim == 2 else len(base)
+        tmp = np.empty((min(rows, len(base)),) + base.shape[1:], dtype=np.float64)
+        for i in range(0, len(base), rows):
+            block = tmp[:len(base[i:i + rows])]
+            _exp_map(base[i:i + rows], kind, a, block, out[i:i + rows])
         return out
     if kind == "scale" and a == 1.0 and b == 0.0:
         if out is not base:

@@ -135,12 +135,14 @@ class EasyMKLSolver(OuterSolver):
             raise ValueError(f"qp_tol must be positive; got {self.qp_tol!r}")
 
     def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check_parts(problem)
         self.check(problem)
         weights, _ = easymkl_weights(problem, float(self.lam), float(self.qp_tol))
         # The SVM at these weights through the shared loop: a single-point domain takes no step and
         # certifies with the inner gap (no quadratic forms), refining the inner solve until it meets tol.
         # (A warm start keeps its alpha; its weights are projected onto the point, i.e. replaced.)
-        return super().solve(attrs.evolve(problem, regularizer=FixedWeights(weights)))
+        # (FixedWeights offers none of the capabilities the problem's regularizer was checked for: no check.)
+        return self._run(attrs.evolve(problem, regularizer=FixedWeights(weights)))
 
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:  # pragma: no cover - never called
         return Stalled("the weights are fixed")

@@ -48,10 +48,7 @@ class SphereReducedGradient(ReducedGradient):
     p: float = 1.0  # set from the regularizer by check()
 
     def check(self, problem: MKLProblem) -> None:
-        reg = problem.regularizer
-        if getattr(reg, "domain", None) != "lp_ball":
-            raise ValueError(f"reduced_gradient_lp needs the lp-ball regularizer ('lp_ball' or 'l2_ball'); "
-                             f"{reg.name!r} is not one. On the simplex use 'reduced_gradient'")
+        reg = problem.regularizer  # its domain is the lp ball: solve's check_parts (LP_BALL)
         reg.check(problem.stack.n_kernels)
         if math.isinf(float(reg.p)):
             raise ValueError("reduced_gradient_lp needs a finite p (p = inf fixes every weight at 1: the sum "

@@ -196,6 +196,7 @@ class MLMKLSA(Solver):
         return forms.sum(axis=0) + (T / b) * (q - forms[batch]).sum(axis=0)
 
     def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check_parts(problem)
         blocks = self._check(problem)
         T, M = len(blocks), problem.stack.n_kernels
         b = self._batch_size(T)

@@ -372,10 +372,7 @@ class SMOMKL(Solver):
         self.svm_bounds = svm_bounds
 
     def check(self, problem: MKLProblem) -> None:
-        reg = problem.regularizer
-        if getattr(reg, "domain", None) != "lp_ball":
-            raise ValueError(f"smo_mkl needs the lp-ball regularizer ('lp_ball' or 'l2_ball'); {reg.name!r} is "
-                             f"not one. `multikernel plugins` lists the solvers for the others")
+        reg = problem.regularizer  # its domain is the lp ball: solve's check_parts (LP_BALL)
         reg.check(problem.stack.n_kernels)
         _check_p(float(reg.p))
         if self.steps_per_round is not None and not (
@@ -387,6 +384,7 @@ class SMOMKL(Solver):
         _csvc_blocks(problem)
 
     def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check_parts(problem)
         self.check(problem)
         y, C, qp = _csvc_blocks(problem)
         rows = _kernel_rows(problem.stack)

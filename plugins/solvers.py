@@ -303,11 +303,7 @@ class ReducedGradient(_LineSearchSolver):
         self.line_search_refinements = line_search_refinements
 
     def check(self, problem: MKLProblem) -> None:
-        reg = problem.regularizer
-        if getattr(reg, "domain", None) != "simplex":
-            raise ValueError(f"reduced_gradient needs a regularizer on the simplex (simplex, simplex_l2, "
-                             f"simplex_power); {reg.name!r} is not one. Use 'projected_gradient' or 'bcd' "
-                             f"(or 'reduced_gradient_lp' on the lp ball)")
+        # the simplex domain: solve's check_parts (SIMPLEX)
         self._check_parameters()
 
     def _check_parameters(self) -> None:

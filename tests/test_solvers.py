@@ -117,7 +117,7 @@ def test_relative_change_rule_stops_early():
 def test_reduced_gradient_needs_the_simplex():
     Ks, y = random_problem(0, n=15, M=3)
     for reg in (BoxSimplex(nu=0.5), LpBall(p=2), ElasticNet()):
-        with pytest.raises(ValueError, match="reduced_gradient needs a regularizer on the simplex"):
+        with pytest.raises(ValueError, match="'reduced_gradient' cannot run with regularizer .*lacks: simplex"):
             solve_mkl(Ks, y, reg, ReducedGradient())
     for params in ({"sigma": 0.0}, {"max_backtracks": 0}, {"line_search_refinements": -1}):
         with pytest.raises(ValueError, match="sigma|line_search_refinements"):

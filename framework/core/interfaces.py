@@ -471,7 +471,25 @@ class Solver(Component, abc.ABC):
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:
-        """Minimise the MKL objective of ``problem``; stop on ``problem.tol`` or ``problem.max_iter``."""
+        """Minimise the MKL objective of ``problem``; stop on ``problem.tol`` or ``problem.max_iter``.
+
+        The first call of every implementation is :meth:`check_parts`.
+        """
+
+    def check_parts(self, problem: MKLProblem) -> None:
+        """Raise if ``problem``'s regularizer lacks a capability in :attr:`requires`.
+
+        Building a method checks the same at once; this guards a solver called directly on a problem, so
+        that no solver repeats the capability test in its own checks.
+
+        Raises
+        ------
+        multikernel.core.capabilities.IncompatiblePartsError
+            Naming what is missing and the registered solvers that would work.
+        """
+        from multikernel.core.capabilities import check_compatible  # capabilities imports this module
+
+        check_compatible(problem.regularizer, self)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -422,7 +422,12 @@ class OuterSolver(Solver):
         (the solver's own optional stopping rule holds)."""
 
     def solve(self, problem: MKLProblem) -> MKLResult:
+        self.check_parts(problem)
         self.check(problem)
+        return self._run(problem)
+
+    def _run(self, problem: MKLProblem) -> MKLResult:
+        """The outer loop on a checked problem."""
         loop = OuterLoop(problem)
         evaluate = self.evaluator(problem, loop)
         converged = interrupted = False
