@@ -22,21 +22,23 @@ __all__ = [
 # -------------------------------------------------------------------------------------------------
 # Bases
 # -------------------------------------------------------------------------------------------------
-def gram(A: np.ndarray, B: np.ndarray, symmetric: bool = False) -> np.ndarray:
-    """``A B'`` (numpy calls BLAS syrk for ``A A'``, half the work of a general product).
+def gram(A: np.ndarray, B: np.ndarray, symmetric: bool = False, out: np.ndarray | None = None) -> np.ndarray:
+    """``A B'`` (numpy calls BLAS syrk for ``A A'``, half the work of a general product), into the
+    C-contiguous float64 ``out`` when given.
 
     A single column (SimpleMKL's per-feature kernels) is an outer product: numpy's own loop, without
     waking BLAS's thread pool for a rank-one product.
     """
     if A.shape[1] == 1:
-        return np.multiply.outer(A[:, 0], (A if symmetric else B)[:, 0])
-    return A @ A.T if symmetric else A @ B.T
+        return np.multiply.outer(A[:, 0], (A if symmetric else B)[:, 0], out=out)
+    return np.matmul(A, A.T if symmetric else B.T, out=out)
 
 
 def squared_distances(A: np.ndarray, B: np.ndarray, symmetric: bool = False,
-                      scale: float = 1.0) -> np.ndarray:
-    """``scale * ||a_i - b_j||^2`` through the Gram matrix, clipped at 0, exact 0 on a symmetric diagonal."""
-    G = np.ascontiguousarray(gram(A, B, symmetric))
+                      scale: float = 1.0, out: np.ndarray | None = None) -> np.ndarray:
+    """``scale * ||a_i - b_j||^2`` through the Gram matrix, clipped at 0, exact 0 on a symmetric diagonal;
+    into the C-contiguous float64 ``out`` when given."""
+    G = np.ascontiguousarray(gram(A, B, symmetric, out=out))
     na = np.einsum("ij,ij->i", A, A)
     nb = na if symmetric else np.einsum("ij,ij->i", B, B)
     _kernels.sqdist_from_gram(G, na, nb, symmetric, scale)
@@ -201,8 +203,8 @@ class _DistanceMapKernel(BandwidthKernel):
     def _mean_base(self, A):
         return mean_squared_distance(A)
 
-    def _base(self, A, B, symmetric):
-        return squared_distances(A, B, symmetric)
+    def _base(self, A, B, symmetric, out=None):
+        return squared_distances(A, B, symmetric, out=out)
 
     def _kernel(self, A, B, symmetric=False):
         if self._map == "exp":

@@ -45,6 +45,43 @@ def test_raw_blocks_into_the_stack_equal_the_kernels_through_a_temporary():
         np.testing.assert_array_equal(out[m], builders[m].transform(X))  # the builder on its own
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_block_maps_on_threads_equal_each_builders_own_kernel(threads, monkeypatch):
+    """The path of large bases (``map_rows``): blocks of a few rows, split among threads, the distances
+    computed into the last kernel's slice (which its map then overwrites) or, for a base without ``out=``
+    (the Gram matrix of two polynomial kernels), into a base of its own; the bits are the builders' own."""
+    import multikernel.stack.blocks as blocks
+
+    monkeypatch.setattr(blocks, "MAP_MIN_ENTRIES", 1)
+    monkeypatch.setattr(blocks, "_BLOCK_ENTRIES", 3 * 70)  # 3 rows a block: many blocks, a ragged last one
+    monkeypatch.setattr(blocks, "max_threads", lambda: threads)
+    X = _features()
+    builders = default_kernels() + [create("kernel", "poly", degree=2), create("kernel", "poly", degree=3)]
+    for b in builders:
+        b.fit(X)
+    groups = group_builders(builders)
+    assert [len(g) for g in groups] == [4, 2]
+    out = np.full((len(builders), len(X), len(X)), np.nan)
+    for m, K in raw_blocks(builders, groups, X, None, symmetric=True, out=out):
+        assert np.shares_memory(K, out[m])
+    for m, b in enumerate(builders):
+        np.testing.assert_array_equal(out[m], b.transform(X))
+
+
+
+def test_fit_stack_of_a_large_base_takes_the_row_block_path_and_keeps_the_kernels(monkeypatch):
+    import multikernel.stack.blocks as blocks
+
+    X = _features(50, seed=4)
+    reference = KernelSet(default_kernels()).fit_stack(X).to_array()
+    mapped = []
+    original = blocks.map_rows
+    monkeypatch.setattr(blocks, "MAP_MIN_ENTRIES", 1)
+    monkeypatch.setattr(blocks, "map_rows", lambda *args: mapped.append(len(args[0])) or original(*args))
+    np.testing.assert_array_equal(KernelSet(default_kernels()).fit_stack(X).to_array(), reference)
+    assert mapped == [4]
+
+
 @pytest.mark.parametrize("normalize", ["none", "trace", "unit_diagonal", "center"])
 def test_fit_stack_keeps_every_normalization_and_precision(normalize):
     X = _features(60, seed=3)

@@ -98,7 +98,10 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
     """Decision values on every instance of an SVM trained on ``rows`` with the average input kernel."""
     K = inputs.combine(np.full(inputs.n_kernels, 1.0 / inputs.n_kernels))  # one pass, no stacked copy
     if len(rows) == len(K):  # SIL-SVM: every instance, no copy
-        return SVC(kernel="precomputed", C=C).fit(K, y).decision_function(K)
+        svm = SVC(kernel="precomputed", C=C).fit(K, y)
+        # decision_function(K) asks libsvm for one sample at a time (0.09 s on musk2); the support vectors'
+        # rows of the symmetric K give the same values from one product (0.01 s).
+        return svm.dual_coef_[0] @ K[svm.support_] + svm.intercept_[0]
     svm = SVC(kernel="precomputed", C=C).fit(K[np.ix_(rows, rows)], y)
     return svm.decision_function(K[:, rows])
 
