@@ -17,7 +17,7 @@ import numpy as np
 from multikernel._threads import max_threads
 from multikernel.core.interfaces import KernelBuilder
 
-__all__ = ["group_builders", "map_rows", "raw_blocks"]
+__all__ = ["group_builders", "map_rows", "raw_blocks", "symmetric_path"]
 
 MAP_MIN_ENTRIES = 4_000_000
 """Bases with at least this many entries are mapped by :func:`map_rows` (row blocks on threads)."""
@@ -75,6 +75,13 @@ def group_builders(builders: Sequence[KernelBuilder], ms: Sequence[int] | None =
             out.append(groups[key])
         groups[key].append(m)
     return out
+
+
+def symmetric_path(builder: KernelBuilder) -> bool:
+    """Whether :func:`raw_blocks` with ``symmetric=True`` computes the builder's training kernel by its own
+    symmetric path (a built-in builder: the base's symmetric product, then an elementwise map), which gives
+    an exactly symmetric matrix (``tests/test_stack_symmetry.py`` checks every built-in kernel)."""
+    return hasattr(builder, "_kernel") and hasattr(builder, "X_fit_")
 
 
 def _writes_base_into(builder: KernelBuilder) -> bool:

@@ -11,7 +11,7 @@ from sklearn.utils import check_array
 from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import check_positive_real
-from multikernel.stack.blocks import group_builders, raw_blocks
+from multikernel.stack.blocks import group_builders, raw_blocks, symmetric_path
 from multikernel.stack.memory import (
     BACKENDS,
     StackMemoryEstimate,
@@ -175,7 +175,10 @@ class KernelSet:
 
             return data, finish
         data = np.empty(shape, dtype=self.dtype)
-        return data, lambda: DenseStack(data)
+        # Kernels built by their symmetric paths, normalized symmetrically, are exactly symmetric: the stack
+        # says so, and the solvers' first operation need not check it (a read of the whole stack).
+        symmetric = True if all(symmetric_path(b) for b in self.builders) else None
+        return data, lambda: DenseStack(data, symmetric=symmetric)
 
     def _fit_lazy(self, X: np.ndarray) -> LazyStack:
         M, n = len(self.builders), len(X)

@@ -26,6 +26,12 @@ NORMALIZATIONS = ("none", "trace", "unit_diagonal", "center")
 _TINY = 1e-300  # a zero self-similarity (a zero vector) must not divide by zero
 
 
+def _row_blocks(K: np.ndarray, entries: int = 1 << 16) -> list[tuple[int, int]]:
+    """Row ranges of ``K`` of about ``entries`` entries each (the temporaries of :meth:`Normalization.apply`)."""
+    step = max(1, entries // max(K.shape[1], 1))
+    return [(lo, min(lo + step, len(K))) for lo in range(0, len(K), step)]
+
+
 @attrs.define(slots=False)
 class Normalization:
     """Fitted constants of one normalization for a stack with ``M`` kernels.
@@ -63,11 +69,14 @@ class Normalization:
         elif self.kind == "unit_diagonal":
             rd = np.sqrt(np.maximum(self.row_diag[m][rows], _TINY))
             cd = np.sqrt(np.maximum(self.col_diag[m][cols], _TINY))
-            K /= rd[:, None]
-            K /= cd[None, :]
+            # K_ij / (rd_i cd_j), one product per entry: a symmetric kernel stays exactly symmetric (the
+            # product commutes; two divisions in turn would not), so the stack is known symmetric unchecked.
+            for lo, hi in _row_blocks(K):
+                K[lo:hi] /= rd[lo:hi, None] * cd[None, :]
         elif self.kind == "center":
-            K -= self.row_mean[m][rows][:, None]
-            K -= self.col_mean[m][cols][None, :]
+            rm, cm = self.row_mean[m][rows], self.col_mean[m][cols]
+            for lo, hi in _row_blocks(K):  # (r_i + c_j) commutes: exact symmetry, as above
+                K[lo:hi] -= rm[lo:hi, None] + cm[None, :]
             K += self.grand[m]
         return K
 
