@@ -60,3 +60,17 @@ def test_symmetric_normalizations_equal_the_textbook_formulas(normalize):
     else:
         expected = K - K.mean(axis=0)[None, :] - K.mean(axis=1)[:, None] + K.mean()
     np.testing.assert_allclose(stack.data[0], expected, rtol=1e-13, atol=1e-13 * np.abs(K).max())
+
+
+def test_a_square_cross_stack_does_not_claim_the_training_stacks_symmetry():
+    """A test x train stack with as many test as training samples is square but not symmetric: it must be
+    combined from every entry, not mirrored from its upper triangle (a first version declared it symmetric;
+    predictions then depended on the order of the test samples)."""
+    rng = np.random.default_rng(3)
+    X, Z = rng.normal(size=(30, 4)), rng.normal(size=(30, 4))
+    kset = KernelSet([get_registry().create("kernel", "rbf"), get_registry().create("kernel", "poly")])
+    assert kset.fit_stack(X)._data_symmetric is True
+    cross = kset.cross_stack(Z)
+    assert cross.shape == (2, 30, 30) and cross.symmetric is False
+    w = np.array([0.3, 0.7])
+    np.testing.assert_allclose(cross.combine(w), 0.3 * cross.data[0] + 0.7 * cross.data[1], rtol=1e-14)

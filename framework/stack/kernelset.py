@@ -135,7 +135,10 @@ class KernelSet:
 
     def _fit_dense(self, X: np.ndarray, n: int) -> KernelStack:
         norm_all = self._empty_normalization(len(self.builders), n)
-        data, finish = self._allocate((len(self.builders), n, n))
+        # Kernels built by their symmetric paths, normalized symmetrically, are exactly symmetric: the stack
+        # says so, and the solvers' first operation need not check it (a read of the whole stack).
+        symmetric = True if all(symmetric_path(b) for b in self.builders) else None
+        data, finish = self._allocate((len(self.builders), n, n), symmetric)
         # float64 kernels sharing a base are mapped straight into the stack (no temporary, no copy)
         direct = data if data.dtype == np.float64 else None
         for m, K in raw_blocks(self.builders, group_builders(self.builders), X, None, symmetric=True,
@@ -165,7 +168,7 @@ class KernelSet:
             norm.grand = np.zeros(M)
         return norm
 
-    def _allocate(self, shape: tuple[int, int, int]):
+    def _allocate(self, shape: tuple[int, int, int], symmetric: bool | None = None):
         if self.backend_ == "memmap":
             data, path, temporary = MemmapStack.create(shape, self.dtype, self.memmap_dir)
 
@@ -175,9 +178,6 @@ class KernelSet:
 
             return data, finish
         data = np.empty(shape, dtype=self.dtype)
-        # Kernels built by their symmetric paths, normalized symmetrically, are exactly symmetric: the stack
-        # says so, and the solvers' first operation need not check it (a read of the whole stack).
-        symmetric = True if all(symmetric_path(b) for b in self.builders) else None
         return data, lambda: DenseStack(data, symmetric=symmetric)
 
     def _fit_lazy(self, X: np.ndarray) -> LazyStack:
