@@ -441,27 +441,34 @@ cdef extern from *:
     #define MK_INLINE static inline
     #endif
     /* Rows of a square kernel swept whole (the stream the prefetchers follow): per kernel the largest
-       |K_ij|, the largest |K_ij| - sqrt(K_ii K_jj) (1 + 5e-7) (the Cauchy-Schwarz bound, see
-       check_square_stack), and sum K_ij * 0, which is NaN as soon as one entry is NaN or infinite; with
-       ``o``, the same loop adds w K to the combination. */
+       |K_ij|, the largest |K_ij| - dpos_i dpos_j (the Cauchy-Schwarz bound, see check_square_stack), and
+       sum K_ij * 0, which is NaN as soon as one entry is NaN or infinite; with ``o``, the same loop adds
+       w K to the combination.  With ``upper``, the maxima and the combination cover the upper triangle
+       (the diagonal included) and the entries below it are only checked to be finite: for a kernel that
+       the mirrored blocks show to be exactly symmetric, nothing else is needed. */
     #define MK_CHECK_ROWS(NAME, T)                                                              \
     MK_INLINE void NAME(const T *K, Py_ssize_t n, Py_ssize_t r0, Py_ssize_t r1,                 \
-                        const double *restrict dpos, double *acc, double *o, double w) {        \
+                        const double *restrict dpos, double *acc, double *o, double w,          \
+                        int upper) {                                                            \
         double mx = acc[0], ex = acc[1], z = acc[2];                                            \
         for (Py_ssize_t i = r0; i < r1; ++i) {                                                  \
             const T *restrict r = K + i * n;                                                    \
-            double di = dpos[i] * (1.0 + 5e-7), m = 0.0, e = -1.0, zz = 0.0;                    \
+            double di = dpos[i], m = 0.0, e = -1.0, zz = 0.0;                                   \
+            Py_ssize_t j0 = upper ? i : 0;                                                      \
+            /* below the diagonal of an upper sweep: only whether the entries are finite */    \
+            _Pragma("omp simd reduction(+:zz)")                                                 \
+            for (Py_ssize_t j = 0; j < j0; ++j) zz += (double)r[j] * 0.0;                       \
             if (o != NULL) {                                                                    \
                 double *restrict orow = o + i * n;                                              \
                 _Pragma("omp simd reduction(max:m,e) reduction(+:zz)")                          \
-                for (Py_ssize_t j = 0; j < n; ++j) {                                            \
+                for (Py_ssize_t j = j0; j < n; ++j) {                                           \
                     double a = (double)r[j], aa = a < 0 ? -a : a, d = aa - di * dpos[j];        \
                     zz += a * 0.0; m = aa > m ? aa : m; e = d > e ? d : e;                      \
                     orow[j] += w * a;                                                           \
                 }                                                                               \
             } else {                                                                            \
                 _Pragma("omp simd reduction(max:m,e) reduction(+:zz)")                          \
-                for (Py_ssize_t j = 0; j < n; ++j) {                                            \
+                for (Py_ssize_t j = j0; j < n; ++j) {                                           \
                     double a = (double)r[j], aa = a < 0 ? -a : a, d = aa - di * dpos[j];        \
                     zz += a * 0.0; m = aa > m ? aa : m; e = d > e ? d : e;                      \
                 }                                                                               \
@@ -534,18 +541,18 @@ cdef extern from *:
     MK_CHECK_ASYM(NAME##_asym, T)                                                               \
     MK_DISPATCH static void NAME(const T *K, Py_ssize_t n, const double *dpos, double tiny,     \
                                  double *maxabs, double *asym, int *finite, long long *mi,      \
-                                 long long *mj, double *o, double w) {                          \
+                                 long long *mj, double *o, double w, int upper) {               \
         double acc[3] = {0.0, -1.0, 0.0}, asy = 0.0;                                            \
         for (Py_ssize_t a = 0; a < n; a += MK_PANEL) {                                          \
             Py_ssize_t h = a + MK_PANEL < n ? MK_PANEL : n - a;                                 \
-            NAME##_rows(K, n, a, a + h, dpos, acc, o, w);                                       \
+            NAME##_rows(K, n, a, a + h, dpos, acc, o, w, upper);                                \
             for (Py_ssize_t c = 0; c <= a; c += MK_PANEL)                                       \
                 asy = NAME##_asym(K, n, a, h, c, c + MK_PANEL < n ? MK_PANEL : n - c, asy);     \
         }                                                                                       \
         *mi = -1; *mj = -1;                                                                     \
         if (acc[1] > tiny) { /* a second look (rare) for the first offending pair, row by row */ \
             for (Py_ssize_t i = 0; i < n && *mi < 0; ++i) {                                     \
-                double di = dpos[i] * (1.0 + 5e-7);                                             \
+                double di = dpos[i];                                                            \
                 for (Py_ssize_t j = 0; j < n; ++j) {                                            \
                     double a = (double)K[i * n + j], aa = a < 0 ? -a : a;                       \
                     if (aa - di * dpos[j] > tiny) { *mi = i; *mj = j; break; }                  \
@@ -558,21 +565,24 @@ cdef extern from *:
     MK_CHECK(mk_check_f64, double)
     """
     void mk_check_f32(const float *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
-                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w) nogil
+                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w,
+                      int upper) nogil
     void mk_check_f64(const double *K, Py_ssize_t n, const double *dpos, double tiny, double *maxabs,
-                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w) nogil
+                      double *asym, int *finite, long long *mi, long long *mj, double *o, double w,
+                      int upper) nogil
 
 
 def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, const double[::1] scale,
                        int[::1] finite, long long[:, ::1] minor, double[::1] maxabs, double[::1] asym,
-                       double[:, :, ::1] combined=None, const double[::1] weights=None):
+                       double[:, :, ::1] combined=None, const double[::1] weights=None, bint upper=False):
     """One read of a C-contiguous stack of square kernels for every check of precomputed training kernels.
 
     Per kernel ``m`` (in parallel): ``finite[m]`` whether every entry is finite, ``maxabs[m]`` the largest
     absolute entry, ``asym[m]`` the largest ``|K_ij - K_ji|`` (0 for an exactly symmetric kernel) and
-    ``minor[m]`` a pair ``(i, j)`` with ``|K_ij| > sqrt(K_ii K_jj (1 + 1e-6)) + 1e-8 scale_m`` (-1 when
-    none), where ``dpos`` holds the square roots of the diagonals clipped at 0: every positive
-    semi-definite matrix satisfies ``K_ij^2 <= K_ii K_jj`` (Cauchy-Schwarz).  (Comparing ``|K_ij|`` with
+    ``minor[m]`` a pair ``(i, j)`` with ``|K_ij| > dpos_i dpos_j + 1e-8 scale_m`` (-1 when none), where
+    ``dpos`` holds the square roots of the diagonals clipped at 0, with the caller's relative slack
+    (``sqrt(1 + 5e-7)``): every positive semi-definite matrix satisfies ``K_ij^2 <= K_ii K_jj``
+    (Cauchy-Schwarz), and the product ``dpos_i dpos_j`` is the same for ``(i, j)`` and ``(j, i)``.  (Comparing ``|K_ij|`` with
     a product of square roots, not ``K_ij^2`` with ``K_ii K_jj``: the squares of the tiny entries of a
     narrow Gaussian kernel underflow to subnormal numbers, whose arithmetic made the check 30-50 times
     slower than a read of the stack.)  The kernel is read once, by whole rows in panels of 32 (a sequential
@@ -585,6 +595,11 @@ def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, c
     to ``combined[b]`` for the ``b``-th of ``B`` contiguous groups of kernels (a group per thread, up to
     ``B`` threads): ``combined.sum(0)`` is then the combination at these weights, and the stack need not be
     read again to form it.  The groups do not depend on the number of threads, so neither do the sums.
+
+    With ``upper``, ``maxabs``, ``minor``'s test and the combination cover the upper triangles only (the
+    diagonal included; the entries below are checked to be finite and against their mirrors): exact for
+    the kernels found exactly symmetric (``asym[m] == 0``), about half the arithmetic.  The caller checks
+    the others again without it, and mirrors the combination (only valid when every kernel is symmetric).
     """
     cdef Py_ssize_t M = K.shape[0], n = K.shape[1], m
     cdef double tiny
@@ -608,18 +623,18 @@ def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, c
                     tiny = 1e-8 * scale[m]
                     if floating is float:
                         mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+                                     &minor[m, 0], &minor[m, 1], o, weights[m], upper)
                     else:
                         mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                                     &minor[m, 0], &minor[m, 1], o, weights[m])
+                                     &minor[m, 0], &minor[m, 1], o, weights[m], upper)
         return
     with nogil:
         for m in prange(M, schedule="dynamic", num_threads=nt):
             tiny = 1e-8 * scale[m]
             if floating is float:
                 mk_check_f32(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0, upper)
             else:
                 mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
-                             &minor[m, 0], &minor[m, 1], NULL, 0.0)
+                             &minor[m, 0], &minor[m, 1], NULL, 0.0, upper)
 

@@ -24,9 +24,9 @@ def _psd(n: int, M: int, seed: int, dtype) -> np.ndarray:
 
 
 def _first_minor(K: np.ndarray, scale: float) -> tuple[int, int]:
-    """The first (row-major) pair with |K_ij| > sqrt(K_ii K_jj) (1 + 5e-7) + 1e-8 scale, as the sweep tests it."""
-    dpos = np.sqrt(np.clip(np.diagonal(K), 0.0, None))
-    bad = np.abs(K) - (dpos * (1.0 + 5e-7))[:, None] * dpos[None, :] > 1e-8 * scale
+    """The first (row-major) pair with |K_ij| > sqrt(K_ii) sqrt(K_jj) (1 + 5e-7) + 1e-8 scale, as the sweep tests it."""
+    dpos = np.sqrt(np.clip(np.diagonal(K), 0.0, None)) * np.sqrt(1.0 + 5e-7)  # the slack on each root
+    bad = np.abs(K) - dpos[:, None] * dpos[None, :] > 1e-8 * scale
     hits = np.argwhere(bad)
     return (int(hits[0, 0]), int(hits[0, 1])) if hits.size else (-1, -1)
 
@@ -59,5 +59,7 @@ def test_sweep_reports_what_numpy_computes(n, M, seed, f32, n_asym, minor, bad, 
         assert maxabs[m] == np.abs(K64[m]).max()
         assert asym[m] == np.abs(K64[m] - K64[m].T).max()  # exact: the same double differences
         assert tuple(found[m]) == _first_minor(K64[m], scale[m])
+    if expect_finite.all() and not asym.any() and M >= 4:  # every kernel symmetric: the mirrored upper sums
+        assert combined is not None
     if combined is not None and expect_finite.all():
         np.testing.assert_allclose(combined, np.tensordot(weights, K64, axes=1), rtol=1e-12, atol=1e-12)

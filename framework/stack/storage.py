@@ -149,6 +149,8 @@ def _check_kernels(K: np.ndarray, training: bool, kernel_axis: int, rtol: float 
 _FUSED_COMBINATION_BYTES = 64 * 2**20
 #: Groups of kernels combined into separate buffers (one thread each) during the checks.
 _FUSED_COMBINATION_GROUPS = 4
+#: The Cauchy-Schwarz hint's slack on each square root: |K_ij| > sqrt(K_ii) sqrt(K_jj) (1 + 5e-7) + 1e-8 scale.
+_CS_SLACK = float(np.sqrt(1.0 + 5e-7))
 
 
 def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
@@ -162,7 +164,8 @@ def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
     diag = np.array(np.diagonal(stack, axis1=1, axis2=2), dtype=np.float64)
     with np.errstate(invalid="ignore"):
         scale = np.where(np.isfinite(diag), np.abs(diag), 0.0).max(axis=1, initial=0.0)
-        dpos = np.ascontiguousarray(np.sqrt(np.where(diag > 0, diag, 0.0)))  # square roots: see check_square_stack
+        # square roots (see check_square_stack) with the bound's relative slack, 1 + 5e-7 on the product
+        dpos = np.ascontiguousarray(np.sqrt(np.where(diag > 0, diag, 0.0)) * _CS_SLACK)
     finite, minor = np.zeros(M, dtype=np.intc), np.full((M, 2), -1, dtype=np.int64)
     maxabs, asym = np.zeros(M), np.zeros(M)
     combined = None
@@ -174,11 +177,20 @@ def _fused_checks(stack: np.ndarray, weights: np.ndarray | None = None
         weights = np.ascontiguousarray(weights, dtype=np.float64)
         combined = np.zeros((groups, n, n))
     if stack.flags.c_contiguous:
-        _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym, combined, weights)
+        # Upper triangles (half the arithmetic of a compute-bound read), exact for the symmetric kernels; the
+        # others, rare, are swept again whole.
+        _stack.check_square_stack(stack, dpos, scale, finite, minor, maxabs, asym, combined, weights, True)
+        for m in np.flatnonzero(asym != 0):
+            _stack.check_square_stack(stack[m:m + 1], dpos[m:m + 1], scale[m:m + 1], finite[m:m + 1],
+                                      minor[m:m + 1], maxabs[m:m + 1], asym[m:m + 1])
+        if combined is not None and asym.any():
+            combined = None  # upper triangles only: the fit combines the kernels itself
         if combined is not None:
             for g in range(1, len(combined)):  # in place, and no copy at all for one group
                 combined[0] += combined[g]
             combined = combined[0] if len(combined) == 1 else combined[0].copy()
+            # Below the diagonal the buffer is still 0: adding the mirror of the upper triangle fills it exactly.
+            combined += np.triu(combined, 1).T
     else:
         for m in range(M):
             _stack.check_square_stack(np.ascontiguousarray(stack[m])[None], dpos[m:m + 1], scale[m:m + 1],
