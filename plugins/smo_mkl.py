@@ -350,6 +350,10 @@ class SMOMKL(Solver):
         shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
         scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
         measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
+    p1_solver : str or None, default="bcd"
+        The registered solver that :meth:`solve` hands a problem with ``p = 1`` to (L1-MKL: the weights are
+        not a function of ``alpha`` there), so that one solver serves a grid over ``p`` that includes 1 (the
+        soft margin protocol's Lp-MKL); ``None`` refuses ``p = 1``.
     svm_bounds : bool, default=True
         On a dense (in-memory or memory-mapped) stack, after every round whose own certificate misses
         ``tol``, form the combined kernel at ``mu(alpha)`` and solve the C-SVC there, warm-started at
@@ -365,16 +369,28 @@ class SMOMKL(Solver):
     name = "smo_mkl"
     requires = frozenset({Capability.LP_BALL})
 
-    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False, svm_bounds: bool = True
-                 ) -> None:
+    def __init__(self, steps_per_round: int | None = None, shrinking: bool = False, svm_bounds: bool = True,
+                 p1_solver: str | None = "bcd") -> None:
         self.steps_per_round = steps_per_round
         self.shrinking = shrinking
         self.svm_bounds = svm_bounds
+        self.p1_solver = p1_solver
+
+    def _p1(self, problem: MKLProblem) -> Solver | None:
+        """The solver of a ``p = 1`` problem (``None`` when ``p > 1``); ValueError when there is none."""
+        if float(problem.regularizer.p) != 1.0:
+            return None
+        if self.p1_solver is None or self.p1_solver == self.name:
+            _check_p(1.0)
+        from multikernel.core.registry import get_registry  # the registry loads this plugin
+
+        return get_registry().create("solver", self.p1_solver)
 
     def check(self, problem: MKLProblem) -> None:
         reg = problem.regularizer  # its domain is the lp ball: solve's check_parts (LP_BALL)
         reg.check(problem.stack.n_kernels)
-        _check_p(float(reg.p))
+        if self._p1(problem) is None:
+            _check_p(float(reg.p))
         if self.steps_per_round is not None and not (
                 isinstance(self.steps_per_round, int | np.integer) and self.steps_per_round >= 1):
             raise ValueError(f"steps_per_round must be a positive integer or None; got {self.steps_per_round!r}")
@@ -385,6 +401,9 @@ class SMOMKL(Solver):
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         self.check_parts(problem)
+        other = self._p1(problem)
+        if other is not None:
+            return other.solve(problem)
         self.check(problem)
         y, C, qp = _csvc_blocks(problem)
         rows = _kernel_rows(problem.stack)

@@ -238,7 +238,20 @@ def test_capability_and_compatibility():
 def test_refuses_what_it_cannot_solve(make, match):
     Ks, y = random_problem(11, n=12, M=2)
     with pytest.raises(ValueError, match=match):
-        SMOMKL().solve(make(Ks, y))
+        SMOMKL(p1_solver=None).solve(make(Ks, y))
+
+
+def test_p_equal_1_is_handed_to_the_p1_solver_and_reaches_its_optimum():
+    """A grid over p that includes 1 runs with one solver: SMO-MKL hands p = 1 to ``p1_solver`` (bcd by
+    default), whose certified optimum it returns."""
+    from multikernel.core.registry import get_registry
+
+    Ks, y = random_problem(13, n=30, M=4)
+    handed = SMOMKL().solve(_problem(Ks, y, reg=LpBall(p=1.0)))
+    direct = get_registry().create("solver", "bcd").solve(_problem(Ks, y, reg=LpBall(p=1.0)))
+    assert handed.dual_gap <= 1e-3
+    np.testing.assert_array_equal(handed.weights, direct.weights)  # bcd's own (deterministic) solve
+    assert handed.objective == direct.objective
 
 
 def test_refuses_bad_parameters_and_lazy_stacks():
