@@ -88,6 +88,7 @@ METHODS += (
         name="gmkl_l1", summary="GMKL: mu >= 0 with r(mu) = sigma'mu (sigma = 1), projected gradient + Armijo "
                                 "(the form of Varma and Babu's experiments).",
         loss="csvc", regularizer="gmkl_l1", solver="projected_gradient", regularizer_params={"sigma": 1.0},
+        solver_params={"metric": "weights"},
         citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",
     ),
     Method(
@@ -99,7 +100,7 @@ METHODS += (
         name="gmkl_elastic",
         summary="GMKL: mu >= 0 with r(mu) = sigma'mu + (c/2)||mu||^2 (sigma = 1, c = 1), projected gradient + Armijo.",
         loss="csvc", regularizer="gmkl_elastic", solver="projected_gradient",
-        regularizer_params={"sigma": 1.0, "c": 1.0},
+        regularizer_params={"sigma": 1.0, "c": 1.0}, solver_params={"metric": "weights"},
         citation="Varma and Babu, More Generality in Efficient Multiple Kernel Learning, ICML 2009.",
     ),
 )

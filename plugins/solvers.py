@@ -170,17 +170,39 @@ class ProjectedGradient(_LineSearchSolver):
         iterate's own ``alpha`` certifies little; the model's aggregate ``alpha_bar`` (a convex combination of
         the collected solutions) certifies such points at once.  Before the switch the cuts cost one small
         product per iteration (their cross products), no LP.  ``None`` (default): gradient steps throughout.
+    metric : {"euclidean", "weights"}, default="euclidean"
+        The metric of the gradient step.  ``"weights"`` scales the gradient of each weight by that weight
+        (floored at ``1e-3`` of the largest): the diagonally scaled gradient projection of Bertsekas (1982),
+        for the separable domain ``mu >= 0`` of GMKL only, where the scaled projection is still clipping at
+        zero.  Weights of very different sizes (a nearly constant kernel that needs a weight of 1e3 next to
+        weights of 0.5) make Euclidean steps crawl: ``gmkl_l1`` at ``C = 1000`` took 186 iterations
+        there, 18 with this metric; over 200 drawn problems the largest count fell from 186 to 33 for
+        ``gmkl_l1`` and from 91 to 22 for ``gmkl_elastic`` (it rose from 10 to 37 for ``gmkl_l2``, whose
+        penalty's curvature is already Euclidean; docs/methods/gmkl.md).
     """
 
     name = "projected_gradient"
     requires = frozenset({Capability.PROJECTION, Capability.PENALTY_GRADIENT})
 
-    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, level_after: int | None = None) -> None:
+    #: Weights below this fraction of the largest are scaled as if they had this size (``metric="weights"``),
+    #: so that a weight at zero can grow again.
+    METRIC_FLOOR = 1e-3
+
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, level_after: int | None = None,
+                 metric: str = "euclidean") -> None:
         super().__init__(sigma=sigma, max_backtracks=max_backtracks)
         self.level_after = level_after
+        self.metric = metric
 
     def check(self, problem: MKLProblem) -> None:
         super().check(problem)
+        if self.metric not in ("euclidean", "weights"):
+            raise ValueError(f"metric must be 'euclidean' or 'weights'; got {self.metric!r}")
+        if self.metric == "weights" and problem.regularizer.domain != "nonnegative":
+            raise ValueError(f"metric='weights' needs the separable domain mu >= 0 (the GMKL regularizers); "
+                             f"{problem.regularizer.name!r} has the domain {problem.regularizer.domain!r}, "
+                             f"whose projection in a scaled metric is not the Euclidean one: use "
+                             f"metric='euclidean'")
         if self.level_after is not None:
             if not (isinstance(self.level_after, int | np.integer) and not isinstance(self.level_after, bool)
                     and self.level_after >= 1):
@@ -212,29 +234,60 @@ class ProjectedGradient(_LineSearchSolver):
 
     def _step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
-        eta = _initial_step(grad) if it.memo is None else it.memo
-        d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * grad), dtype=np.float64) - it.mu
+        scale = self._scale(it.mu)
+        eta = _initial_step(scale * grad) if it.memo is None else it.memo
+        d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * scale * grad), dtype=np.float64) - it.mu
         if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
             return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
-        found = self._armijo(evaluate, it, d, float(grad @ d))
+        found = self._armijo(evaluate, it, d, float(grad @ d), t=self._first_trial(it.mu, d))
         if isinstance(found, Stalled):
             return found
         nxt = found[0]
-        nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta)
+        nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta, scale)
         return nxt
 
+    #: On the unbounded domain, a line search starts where no weight exceeds this multiple of the largest one.
+    MAX_GROWTH = 10.0
 
-def _spectral_step(s: np.ndarray, r: np.ndarray, previous: float) -> float:
-    """Barzilai-Borwein step ``s's / s'r``, bounded; doubles the previous step when the curvature is <= 0."""
-    ss, sr = float(s @ s), float(s @ r)
+    def _first_trial(self, mu: np.ndarray, d: np.ndarray) -> float:
+        """The first ``t`` of the line search: 1, or less where ``mu + d`` would leave every weight behind.
+
+        On ``mu >= 0`` nothing bounds a Barzilai-Borwein step: after a move along a nearly flat direction
+        (GMKL at C = 1e4 with a nearly constant kernel) it put one weight at 4e6 from 6e3, where the SMO ran
+        into its iteration limit (1.3 s, and a warning) before the search backtracked.
+        """
+        top = float(np.max(mu))
+        reach = float(np.max(mu + d))
+        return min(1.0, self.MAX_GROWTH * top / reach) if top > 0 and reach > self.MAX_GROWTH * top else 1.0
+
+    def _scale(self, mu: np.ndarray) -> np.ndarray | float:
+        """The diagonal of the step's metric (inverse): 1, or the floored weights with mean 1."""
+        if self.metric == "euclidean":
+            return 1.0
+        D = np.maximum(mu, self.METRIC_FLOOR * max(float(np.max(mu)), 1e-12))
+        return D / D.mean()
+
+
+def _spectral_step(s: np.ndarray, r: np.ndarray, previous: float, scale: np.ndarray | float = 1.0) -> float:
+    """Barzilai-Borwein step ``s's / s'r``, bounded; doubles the previous step when the curvature is <= 0.
+
+    In a scaled metric (steps ``-eta * scale * grad``) the step is ``s' diag(scale)^-1 s / s'r``.
+    """
+    ss, sr = float(s @ (s / scale)), float(s @ r)
     eta = ss / sr if sr > 0 else 2.0 * previous
     return min(max(eta, 1e-10), 1e10)
 
 
 def _initial_step(grad: np.ndarray) -> float:
-    """A first step that moves the weights by about one unit: the scale of the simplex."""
+    """A first step that moves the weights by about one unit: the scale of the simplex.
+
+    The spread of the gradient measures it (the projection onto a bounded domain removes a common shift),
+    unless the spread is rounding noise: identical kernels have gradients equal up to 1e-16, and on the
+    unbounded domain of GMKL a step of 1/spread took the weights from 0.2 to 4e13.
+    """
+    top = float(np.max(np.abs(grad)))
     spread = float(np.max(grad) - np.min(grad))
-    scale = spread if spread > 0 else float(np.max(np.abs(grad)))
+    scale = spread if spread > 1e-8 * top else top
     return 1.0 / scale if scale > 0 else 1.0
 
 

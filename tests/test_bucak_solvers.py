@@ -357,6 +357,18 @@ def test_silp_smoothing_moves_the_queries_towards_the_best_weights():
     assert plain.history[1]["n_selected"] == 1 and smooth.history[1]["n_selected"] == 6
 
 
+def test_silp_smoothing_keeps_the_small_weights_the_lp_chose():
+    """A hypothesis draw: eight linear kernels, one of them scaled by 1e3, C = 1.  The LP put 1.6e-4 on the
+    scaled kernel; clearing the smoothed query's weights below 1e-3 of the largest cleared it too, the query
+    became the current weights and SILP stalled at a certified gap of 5e-3 (L1-MKL certified 8e-4)."""
+    p = make_problem(n=22, positives=3, kinds=["linear"] * 5, copies=[0, 0, 0], log10_scales=[0.0, 3.0, 0.0, 0.0, 0.0],
+                     order=list(range(8)), C=1.0, seed=1494)
+    res = solve_mkl(p.Ks, p.y, Simplex(), SILP(), C=p.C, tol=1e-3, inner_tol=1e-3, max_iter=200)
+    assert res.converged and res.dual_gap <= 1e-3 and res.weights[1] > 0
+    ref = reference(p.Ks, p.y, Simplex(), C=p.C)
+    assert ref.brackets(res)
+
+
 @pytest.mark.parametrize("rule", ["diminishing", "fixed"])
 def test_mirror_descent_thesis_step_rules_certify_their_bounds(rule):
     Ks, y = random_problem(2, n=20, M=4)

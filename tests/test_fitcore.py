@@ -44,7 +44,14 @@ def _shared_reference(Ks: np.ndarray, Y: np.ndarray, reg, C: float) -> float:
     bound, extra = cvx_dual_bound(reg, t, M)
     prob = cp.Problem(cp.Maximize(sum(cp.sum(a) for a in alphas) - bound), cons + extra)
     prob.solve(solver=cp.CLARABEL)
-    assert prob.status == cp.OPTIMAL
+    if prob.status == cp.OPTIMAL_INACCURATE:
+        # Clarabel 0.11 stops "inaccurate" on some of these (l2mkl, 3 classes: 30.3626023 where the optimum
+        # is within [30.3626022, 30.3626182] by our certificate); SCS, a different algorithm, confirms it.
+        clarabel = float(prob.value)
+        prob.solve(solver=cp.SCS, eps=1e-9, max_iters=200_000)
+        assert prob.status == cp.OPTIMAL and abs(prob.value - clarabel) <= 1e-6 * abs(clarabel), \
+            (prob.status, prob.value, clarabel)
+    assert prob.status == cp.OPTIMAL, prob.status
     return float(prob.value)
 
 

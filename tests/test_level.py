@@ -21,6 +21,7 @@ from multikernel.plugins.regularizers import (
     SimplexPower,
 )
 from multikernel.plugins.solvers import LevelMethod, ProjectedGradient, ReducedGradient, _Bundle
+from multikernel.solve.outer import RESOLVABLE_GAP
 from multikernel.stack.storage import DenseStack
 
 
@@ -81,12 +82,15 @@ def test_the_aggregated_alpha_certifies_more_than_any_single_cut():
 
 def test_warm_start_from_the_solution_stops_at_once():
     # The level method certifies through alpha_bar, not through the returned alpha, so the returned point
-    # certifies itself only once it is close to the optimum: the cold solve is run to 1e-9 here.
+    # certifies itself only once it is close to the optimum: the cold solve is run to RESOLVABLE_GAP here.
+    # (At tol 1e-9, below what the certificates resolve, the box-simplex solve hovered at 2.3e-9 for 500
+    # iterations: 40-200 s.)  At a kink of F the point's own alpha may need one more step to certify.
     Ks, y = random_problem(2, n=25, M=4)
     for reg in (Simplex(), BoxSimplex(nu=0.5)):
-        cold = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-9, inner_tol=1e-10)
+        cold = solve_mkl(Ks, y, reg, LevelMethod(), tol=RESOLVABLE_GAP, inner_tol=1e-10)
+        assert cold.converged
         warm = solve_mkl(Ks, y, reg, LevelMethod(), tol=1e-4, warm_start=cold)
-        assert warm.n_iter == 1 < cold.n_iter
+        assert warm.n_iter <= 2 and 8 * warm.n_iter < cold.n_iter
         assert warm.objective == pytest.approx(cold.objective, rel=1e-4)
 
 

@@ -76,11 +76,62 @@ def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
     assert res.converged and res.dual_gap <= tol and not warned, (res.n_iter, res.dual_gap, warned)
     preset = get_registry().get("method", method)
     reg = get_registry().create("regularizer", preset.regularizer, **preset.regularizer_params)
-    ref = reference(problem.Ks, problem.y, reg, C=problem.C)
+    ref = reference(problem.Ks, problem.y, reg, C=problem.C, certify=0.25 * tol)
     # Our bounds are certified, so they hold the optimum; Clarabel's value is within its own gap of it
     # (for large C it is "inaccurate" with a visible gap: ref.error allows for exactly that).
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
     assert abs(res.objective - ref.value) <= tol * abs(res.objective) + ref.error
+
+
+def test_gmkl_takes_scaled_steps_where_the_weights_differ_in_size():
+    """The structure the property test above drew in CI (shrunk by hypothesis): gmkl_l1 at C = 1000 with a
+    nearly constant kernel whose weight grows to 1.2e3 next to one of 0.5.  Euclidean gradient steps crawled
+    (186 iterations here, past the default max_iter of 200 on another machine); the presets take steps scaled
+    by the weights (``metric="weights"``)."""
+    p = make_problem(n=34, positives=8, kinds=["linear", "linear", "linear", "linear", "flat_rbf"], copies=[0, 0, 0],
+                     log10_scales=None, order=list(range(8)), C=1000.0, seed=0)
+    res, warned = solve_preset("gmkl_l1", p.Ks, p.y, p.C)
+    assert res.converged and res.dual_gap <= 1e-3 and not warned, (res.n_iter, res.dual_gap, warned)
+    assert res.n_iter <= 50, res.n_iter
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "gmkl_l1"), C=p.C)
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
+@pytest.mark.parametrize("n", [33, 34])
+def test_gmkl_line_searches_start_within_a_growth_bound(n):
+    """Drawn in a full-suite run: C = 1e4, two positive points, a nearly flat kernel.  A Barzilai-Borwein step
+    put that kernel's weight at 4e6 from 6e3, where the SMO ran into its iteration limit (a warning, 1.3 s)
+    before the line search backtracked; trials now start where no weight exceeds 10x the largest one."""
+    p = make_problem(n=n, positives=2, kinds=["linear", "linear", "linear", "linear", "flat_rbf"], copies=[0, 0, 0],
+                     log10_scales=None, order=list(range(8)), C=1e4, seed=0)
+    res, warned = solve_preset("gmkl_l1", p.Ks, p.y, p.C)
+    assert res.converged and res.dual_gap <= 1e-3 and not warned, (res.n_iter, res.dual_gap, warned)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "gmkl_l1"), C=p.C, certify=2.5e-4)
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
+@pytest.mark.parametrize("method", ["gmkl_l1", "gmkl_l2", "gmkl_elastic"])
+def test_gmkl_on_identical_kernels_takes_a_first_step_of_the_weights_size(method):
+    """Identical kernels have gradients equal up to rounding; a first step of 1 / (their spread) took the
+    weights of the unbounded GMKL domain from 0.2 to 4e13, where the SMO hit its iteration limit (a hypothesis
+    draw: two equal polynomial kernels and three copies)."""
+    p = make_problem(n=36, positives=23, kinds=["poly", "poly"], copies=[1, 0, 0], log10_scales=None,
+                     order=[3, 0, 2, 4, 1], C=5.8617794574898685, seed=2625)
+    res, warned = solve_preset(method, p.Ks, p.y, p.C)
+    assert res.converged and res.dual_gap <= 1e-3 and not warned, (res.n_iter, res.dual_gap, warned)
+    assert np.ptp(res.weights) <= 1e-9 * res.weights.max() and res.weights.max() < 10.0, res.weights
+    preset = get_registry().get("method", method)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", preset.regularizer, **preset.regularizer_params),
+                    C=p.C)
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
+def test_the_weights_metric_is_only_for_the_separable_domain():
+    Ks, y = random_problem(0)
+    with pytest.raises(ValueError, match="separable domain mu >= 0"):
+        solve_mkl(Ks, y, Simplex(), ProjectedGradient(metric="weights"))
+    with pytest.raises(ValueError, match="metric must be"):
+        solve_mkl(Ks, y, Simplex(), ProjectedGradient(metric="newton"))
 
 
 CASES = [

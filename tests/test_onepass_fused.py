@@ -213,7 +213,9 @@ def test_lazy_stacks_and_subset_views_keep_the_two_pass_path(monkeypatch):
     # the dense stack itself takes the one-pass path to the same fit
     one = _fit(monkeypatch, True, dense, y, "sm1mkl")
     assert count.n > 0
-    assert one.objective_ == pytest.approx(fits["lazy", False].objective_, rel=1e-8)
+    # (compared with the view of the same dense kernels: the lazy stack's columns, computed from the features
+    # by another BLAS path, differ in the last bits, enough for the level method to take other iterates)
+    assert one.objective_ == pytest.approx(fits["view", False].objective_, rel=1e-8)
 
 
 def test_multiclass_shared_weights_keep_the_two_pass_path(monkeypatch):
