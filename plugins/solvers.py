@@ -187,6 +187,9 @@ class ProjectedGradient(_LineSearchSolver):
     #: Weights below this fraction of the largest are scaled as if they had this size (``metric="weights"``),
     #: so that a weight at zero can grow again.
     METRIC_FLOOR = 1e-3
+    #: On the unbounded domain ``mu >= 0``, a line search starts where no weight exceeds this multiple of the
+    #: largest one (bounded domains need no such bound: there it would cut short steps towards a vertex).
+    MAX_GROWTH = 10.0
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30, level_after: int | None = None,
                  metric: str = "euclidean") -> None:
@@ -239,18 +242,17 @@ class ProjectedGradient(_LineSearchSolver):
         d = np.asarray(evaluate.problem.regularizer.project(it.mu - eta * scale * grad), dtype=np.float64) - it.mu
         if np.max(np.abs(d)) <= 1e-12 * max(1.0, float(np.max(np.abs(it.mu)))):
             return Stalled("the projected gradient step vanished (stationary up to the inner precision)")
-        found = self._armijo(evaluate, it, d, float(grad @ d), t=self._first_trial(it.mu, d))
+        t = self._first_trial(it.mu, d) if evaluate.problem.regularizer.domain == "nonnegative" else 1.0
+        found = self._armijo(evaluate, it, d, float(grad @ d), t=t)
         if isinstance(found, Stalled):
             return found
         nxt = found[0]
         nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta, scale)
         return nxt
 
-    #: On the unbounded domain, a line search starts where no weight exceeds this multiple of the largest one.
-    MAX_GROWTH = 10.0
-
     def _first_trial(self, mu: np.ndarray, d: np.ndarray) -> float:
-        """The first ``t`` of the line search: 1, or less where ``mu + d`` would leave every weight behind.
+        """The first ``t`` of a line search on ``mu >= 0``: 1, or less where ``mu + d`` would leave every
+        weight behind.
 
         On ``mu >= 0`` nothing bounds a Barzilai-Borwein step: after a move along a nearly flat direction
         (GMKL at C = 1e4 with a nearly constant kernel) it put one weight at 4e6 from 6e3, where the SMO ran
