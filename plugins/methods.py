@@ -29,8 +29,10 @@ METHODS = (
         citation="Rakotomamonjy, Bach, Canu and Grandvalet, SimpleMKL, JMLR 9:2491-2521, 2008.",
     ),
     Method(
-        name="lpmkl", summary="Lp-MKL: weights in the lp ball (default p = 4/3), Kloft's analytic update.",
+        name="lpmkl", summary="Lp-MKL: weights in the lp ball (default p = 4/3), Kloft's analytic update, "
+                              "extrapolated.",
         loss="csvc", regularizer="lp_ball", solver="bcd", regularizer_params={"p": 4.0 / 3.0},
+        solver_params={"extrapolate": True},
         citation="Kloft, Brefeld, Sonnenburg and Zien, lp-Norm Multiple Kernel Learning, JMLR 12:953-997, 2011.",
     ),
     Method(
@@ -79,8 +81,8 @@ METHODS += (
     ),
     Method(
         name="mkl_gl", summary="L1-MKL by the group-lasso alternation: SVM, then mu_m = ||f_m|| / sum ||f|| "
-                               "(block coordinate descent; lp_ball gives the l_p version).",
-        loss="csvc", regularizer="simplex", solver="bcd",
+                               "(block coordinate descent, extrapolated; lp_ball gives the l_p version).",
+        loss="csvc", regularizer="simplex", solver="bcd", solver_params={"extrapolate": True},
         citation="Xu, Jin, Yang, King and Lyu, Simple and Efficient Multiple Kernel Learning by Group Lasso, "
                  "ICML 2010; " + _BUCAK + " (MKL-GL).",
     ),

@@ -39,8 +39,33 @@ class _PartialFormsEvaluator(Evaluator):
         self.certify_every = certify_every
 
     def __call__(self, mu: np.ndarray, alpha0: np.ndarray | None, with_q: bool = True) -> Iterate:
-        full = self.loop.n_iter % self.certify_every == 0 or 2 * np.count_nonzero(mu) > len(mu)
-        return super().__call__(mu, alpha0, with_q=with_q and full)
+        return super().__call__(mu, alpha0, with_q=with_q and self.full(mu))
+
+    def full(self, mu: np.ndarray) -> bool:
+        """Whether the iterate at ``mu`` gets all its quadratic forms (a certified lower bound)."""
+        return self.loop.n_iter % self.certify_every == 0 or 2 * np.count_nonzero(mu) > len(mu)
+
+
+@attrs.frozen
+class _Overrelaxation:
+    """The exponent of ``bcd``'s next extrapolated trial, and how many iterations to wait before it.
+
+    An accepted trial doubles the exponent.  A rejected one halves it; at the smallest exponent (2) the
+    trials pause for 1, 2, 4, ... iterations (where the plain update is the better step, as for lp-MKL at
+    p = 3, the trials cost few extra SVM solves).
+    """
+
+    exponent: float = 2.0
+    skip: int = 0
+    pause: int = 1
+
+    def accepted(self, largest: float) -> _Overrelaxation:
+        return _Overrelaxation(exponent=min(2.0 * self.exponent, largest))
+
+    def rejected(self) -> _Overrelaxation:
+        if self.exponent > 2.0:
+            return attrs.evolve(self, exponent=max(self.exponent / 2.0, 2.0))
+        return _Overrelaxation(exponent=2.0, skip=self.pause, pause=2 * self.pause)
 
 
 class BlockCoordinateDescent(OuterSolver):
@@ -63,18 +88,43 @@ class BlockCoordinateDescent(OuterSolver):
     certify_every : int, default=4
         Iterations between two certified lower bounds when most weights are zero (1: every iteration).
         The gap test can then stop the solve up to ``certify_every - 1`` iterations later than it could.
+    extrapolate : bool, default=False
+        On the simplex or the l_p ball, try the closed-form update ``T(mu)`` raised to a power:
+        ``mu_m (T_m(mu) / mu_m)^t``, ``t > 1``, renormalised (over-relaxation of the multiplicative update, in
+        its own geometry).  Where
+        two kernels' forms nearly tie at the optimum, the plain update shrinks the losing weight by a factor
+        close to 1 per iteration: L1-MKL drawn by the tests took more than 200 iterations to a gap of 1e-3
+        where ``l1mkl`` took 7.  The exponent doubles after every accepted trial (up to ``MAX_EXPONENT``) and
+        halves after a rejected one; no weight falls below 1e-2 of the plain update's (a weight pushed to
+        zero never grows again).  A trial is accepted only if it lowers ``F`` at least as much as the plain
+        update is guaranteed to (the decrease of the primal with the classifier fixed); otherwise the plain
+        update is taken, so no iteration does worse than the paper's.  A rejected trial costs one extra SVM
+        solve; after a rejection at the smallest exponent (2) the trials pause for 1, 2, 4, ... iterations.
     """
 
     name = "bcd"
     requires = frozenset({Capability.CLOSED_FORM})
     revive = True
 
-    def __init__(self, certify_every: int = 4) -> None:
+    #: The largest exponent of the extrapolated multiplicative step (``extrapolate``).
+    MAX_EXPONENT = 1024.0
+    #: An extrapolated weight stays above this fraction of the plain update's (``extrapolate``).
+    SHRINK_FLOOR = 1e-2
+
+    def __init__(self, certify_every: int = 4, extrapolate: bool = False) -> None:
         self.certify_every = certify_every
+        self.extrapolate = extrapolate
 
     def check(self, problem: MKLProblem) -> None:
         if not (isinstance(self.certify_every, int | np.integer) and self.certify_every >= 1):
             raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
+        if not isinstance(self.extrapolate, bool | np.bool_):
+            raise ValueError(f"extrapolate must be True or False; got {self.extrapolate!r}")
+        if self.extrapolate and getattr(problem.regularizer, "domain", None) not in ("simplex", "lp_ball"):
+            raise ValueError(f"bcd's extrapolate=True needs the simplex or the l_p ball (L1-MKL, lp-MKL), "
+                             f"where a scaled update stays in the domain once renormalised; "
+                             f"{problem.regularizer.name!r} has the domain "
+                             f"{getattr(problem.regularizer, 'domain', None)!r}: use extrapolate=False")
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         return _PartialFormsEvaluator(problem, loop, self.certify_every)
@@ -94,7 +144,45 @@ class BlockCoordinateDescent(OuterSolver):
         new = np.asarray(new, dtype=np.float64)
         if np.array_equal(new, it.mu):
             return Stalled("the closed-form update returns the current weights")
-        return evaluate(new, it.sol.alpha)
+        if not self.extrapolate:
+            return evaluate(new, it.sol.alpha)
+        longer, memo = self._extrapolated(evaluate, it, q, new)
+        if longer is None:
+            longer = evaluate(new, it.sol.alpha)
+            longer.memo = memo
+        return longer
+
+    def _extrapolated(self, evaluate: _PartialFormsEvaluator, it: Iterate, q: np.ndarray,
+                      new: np.ndarray) -> tuple[Iterate | None, _Overrelaxation]:
+        """The trial ``mu_m (new_m / mu_m)^t``, ``t > 1``, renormalised, if it beats the plain update's
+        guaranteed decrease (else ``None``), and the state of the next iteration's trial."""
+        state = it.memo if isinstance(it.memo, _Overrelaxation) else _Overrelaxation()
+        if state.skip:
+            return None, attrs.evolve(state, skip=state.skip - 1)
+        mu, t = it.mu, state.exponent
+        act = (new > 0) & (mu > 0)  # where mu_m > 0 = new_m, q_m = 0: the weight is gone, its term vanishes
+        # With the classifier f fixed the plain update lowers the primal 1/2 sum ||f_m||^2 / mu_m by
+        # 1/2 sum ||f_m||^2 (1/mu_m - 1/new_m), ||f_m||^2 = mu_m^2 q_m: F(new) is at least that much lower.
+        guaranteed = 0.5 * float(np.sum(mu * q) - np.sum(mu[act] ** 2 * q[act] / new[act]))
+        cand = np.zeros_like(mu)
+        log_ratio = np.log(new[act] / mu[act])
+        cand[act] = np.exp(np.log(mu[act]) + t * (log_ratio - log_ratio.max()))  # largest factor 1: no overflow
+        cand /= self._norm(evaluate.problem.regularizer, cand)
+        # no weight falls below a fraction of the plain update's: a weight pushed to zero never grows again
+        cand[act] = np.maximum(cand[act], self.SHRINK_FLOOR * new[act])
+        cand /= self._norm(evaluate.problem.regularizer, cand)
+        trial = evaluate(cand, it.sol.alpha, with_q=False)
+        if not trial.objective <= it.objective - guaranteed:
+            return None, state.rejected()
+        trial.memo = state.accepted(self.MAX_EXPONENT)
+        return (evaluate.certify(trial) if evaluate.full(cand) else trial), trial.memo
+
+    @staticmethod
+    def _norm(reg: Regularizer, v: np.ndarray) -> float:
+        """The norm whose unit sphere holds the optimum: the sum on the simplex, the l_p norm on the ball."""
+        if reg.domain == "simplex":
+            return float(v.sum())
+        return float(np.linalg.norm(v, ord=float(reg.p)))
 
 
 class _LineSearchSolver(OuterSolver):
