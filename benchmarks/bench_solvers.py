@@ -8,7 +8,7 @@ C-SVC inner problem at one C.
 
 For each (data set, problem) the script iterates over the solver registry, so solvers registered by other
 modules (SILP, mirror descent, ...) are measured as soon as they are installed, and so are the variants of
-``VARIANTS`` (Sonnenburg's plain SILP); a solver that cannot run with the problem's regularizer (the
+``VARIANTS`` (Sonnenburg's plain SILP, the presets' extrapolated bcd); a solver that cannot run with the problem's regularizer (the
 capability check, or its own ``check``) or that declares it does not minimise the problem's objective
 (``replaces_objective``, e.g. EasyMKL) is skipped with the reason.  Each
 solver starts cold (uniform weights / alpha = 0) and stops at the certified relative duality gap ``--tol``
@@ -78,7 +78,8 @@ def load(name: str):
 
 
 # Variants measured beside the registered solvers: a row name and the solver with its parameters.
-VARIANTS = {"silp_plain": ("silp", {"stabilize": False})}  # Sonnenburg's SILP without the smoothed queries
+VARIANTS = {"silp_plain": ("silp", {"stabilize": False}),  # Sonnenburg's SILP without the smoothed queries
+            "bcd_extrapolated": ("bcd", {"extrapolate": True})}  # the mkl_gl and lpmkl presets' bcd
 
 
 def run(solver_name: str, reg_name: str, reg_params: dict, train, cross, ytr, yte, args) -> dict | str:
