@@ -43,6 +43,7 @@ METHODS = (
     Method(
         name="sgmkl", summary="SGMKL: elastic-net constraint v||mu||_1 + (1-v)||mu||^2 <= 1 (default v = 0.5).",
         loss="csvc", regularizer="elastic_net", solver="bcd", regularizer_params={"v": 0.5},
+        solver_params={"extrapolate": True},
         citation="Yang, Xu, King and Lyu, Simple and Efficient Multiple Kernel Learning by Group Lasso, "
                  "ICML 2010; " + _XU2013,
     ),

@@ -517,10 +517,11 @@ class ElasticNet(Regularizer):
         # The KKT weights are homogeneous in a (nu_m(t) depends on t a_m only): scale by the largest a_m, so
         # that a range of a from 1e-320 to 1e10 needs no care below.
         nu[pos] = _elastic_net_weights(a[pos] / float(a[pos].max()), v)
-        return self._scale_into(nu)
+        return self.scale_onto_boundary(nu)
 
-    def _scale_into(self, nu: np.ndarray) -> np.ndarray:
-        """Scale ``nu >= 0`` onto the boundary ``h = 1`` (removes the root find's last rounding)."""
+    def scale_onto_boundary(self, nu: np.ndarray) -> np.ndarray:
+        """Scale ``nu >= 0`` onto the boundary ``h = 1`` (removes the root find's last rounding; ``bcd``'s
+        extrapolated trials)."""
         v = self._v()
         s1, s2 = float(nu.sum()), float(nu @ nu)
         if s1 <= 0:
@@ -540,7 +541,7 @@ class ElasticNet(Regularizer):
 
         lam = increasing_root(lambda lam: 1.0 - self._h(x(lam)), 0.0, 1.0)
         out = x(lam)
-        return out if self._h(out) <= 1.0 else self._scale_into(out)
+        return out if self._h(out) <= 1.0 else self.scale_onto_boundary(out)
 
 
 def _cubic_roots(rhs: np.ndarray, v: float, upper: np.ndarray) -> np.ndarray:

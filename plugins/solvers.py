@@ -106,6 +106,8 @@ class BlockCoordinateDescent(OuterSolver):
     requires = frozenset({Capability.CLOSED_FORM})
     revive = True
 
+    #: The domains whose boundary a scaled point reaches by a closed-form rescaling (``extrapolate``).
+    EXTRAPOLATED_DOMAINS = ("simplex", "lp_ball", "elastic_net")
     #: The largest exponent of the extrapolated multiplicative step (``extrapolate``).
     MAX_EXPONENT = 1024.0
     #: An extrapolated weight stays above this fraction of the plain update's (``extrapolate``).
@@ -120,8 +122,9 @@ class BlockCoordinateDescent(OuterSolver):
             raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
         if not isinstance(self.extrapolate, bool | np.bool_):
             raise ValueError(f"extrapolate must be True or False; got {self.extrapolate!r}")
-        if self.extrapolate and getattr(problem.regularizer, "domain", None) not in ("simplex", "lp_ball"):
-            raise ValueError(f"bcd's extrapolate=True needs the simplex or the l_p ball (L1-MKL, lp-MKL), "
+        if self.extrapolate and getattr(problem.regularizer, "domain", None) not in self.EXTRAPOLATED_DOMAINS:
+            raise ValueError(f"bcd's extrapolate=True needs the simplex, the l_p ball or the elastic-net domain "
+                             f"(L1-MKL, lp-MKL, SGMKL), "
                              f"where a scaled update stays in the domain once renormalised; "
                              f"{problem.regularizer.name!r} has the domain "
                              f"{getattr(problem.regularizer, 'domain', None)!r}: use extrapolate=False")
@@ -167,10 +170,11 @@ class BlockCoordinateDescent(OuterSolver):
         cand = np.zeros_like(mu)
         log_ratio = np.log(new[act] / mu[act])
         cand[act] = np.exp(np.log(mu[act]) + t * (log_ratio - log_ratio.max()))  # largest factor 1: no overflow
-        cand /= self._norm(evaluate.problem.regularizer, cand)
+        reg = evaluate.problem.regularizer
+        cand = self._onto_boundary(reg, cand)
         # no weight falls below a fraction of the plain update's: a weight pushed to zero never grows again
         cand[act] = np.maximum(cand[act], self.SHRINK_FLOOR * new[act])
-        cand /= self._norm(evaluate.problem.regularizer, cand)
+        cand = self._onto_boundary(reg, cand)
         trial = evaluate(cand, it.sol.alpha, with_q=False)
         if not trial.objective <= it.objective - guaranteed:
             return None, state.rejected()
@@ -178,11 +182,14 @@ class BlockCoordinateDescent(OuterSolver):
         return (evaluate.certify(trial) if evaluate.full(cand) else trial), trial.memo
 
     @staticmethod
-    def _norm(reg: Regularizer, v: np.ndarray) -> float:
-        """The norm whose unit sphere holds the optimum: the sum on the simplex, the l_p norm on the ball."""
+    def _onto_boundary(reg: Regularizer, v: np.ndarray) -> np.ndarray:
+        """``v >= 0`` scaled onto the domain's boundary, where the optimum lies: the simplex, the l_p sphere,
+        or the elastic-net surface ``v sum mu + (1 - v) sum mu^2 = 1``."""
         if reg.domain == "simplex":
-            return float(v.sum())
-        return float(np.linalg.norm(v, ord=float(reg.p)))
+            return v / v.sum()
+        if reg.domain == "lp_ball":
+            return v / np.linalg.norm(v, ord=float(reg.p))
+        return reg.scale_onto_boundary(v)
 
 
 class _LineSearchSolver(OuterSolver):

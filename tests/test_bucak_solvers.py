@@ -247,19 +247,23 @@ def test_group_lasso_extrapolation_ends_the_crawl_at_a_tie():
     assert all(b <= a * (1 + 1e-9) for a, b in zip(uppers, uppers[1:], strict=False))
 
 
-@pytest.mark.parametrize("p", [1.5, 2.0, 4.0])
-def test_group_lasso_extrapolation_on_the_lp_ball_reaches_the_reference(p):
+@pytest.mark.parametrize("reg", [LpBall(p=1.5), LpBall(p=2.0), LpBall(p=4.0), ElasticNet(v=0.3), ElasticNet(v=0.9)],
+                         ids=["p1.5", "p2", "p4", "enet0.3", "enet0.9"])
+def test_group_lasso_extrapolation_reaches_the_reference_on_curved_domains(reg):
     Ks, y = random_problem(1, n=20, M=4)
-    res = solve_mkl(Ks, y, LpBall(p=p), BlockCoordinateDescent(extrapolate=True), C=2.0, tol=1e-6)
-    ref = reference_value(Ks, y, LpBall(p=p), C=2.0)
+    res = solve_mkl(Ks, y, reg, BlockCoordinateDescent(extrapolate=True), C=2.0, tol=1e-6)
+    ref = reference_value(Ks, y, reg, C=2.0)
     assert res.converged and res.objective == pytest.approx(ref, rel=1e-5)
-    assert np.linalg.norm(res.weights, ord=p) == pytest.approx(1.0, rel=1e-9)
+    mu = res.weights
+    on_boundary = (np.linalg.norm(mu, ord=reg.p) if isinstance(reg, LpBall)
+                   else reg.v * mu.sum() + (1 - reg.v) * mu @ mu)
+    assert on_boundary == pytest.approx(1.0, rel=1e-9)
 
 
-@pytest.mark.parametrize("reg", [BoxSimplex(theta=0.5), ElasticNet(v=0.5)], ids=["box_simplex", "elastic_net"])
-def test_group_lasso_extrapolation_needs_the_simplex_or_the_lp_ball(reg):
+@pytest.mark.parametrize("reg", [BoxSimplex(theta=0.5), GMKLL2()], ids=["box_simplex", "gmkl_l2"])
+def test_group_lasso_extrapolation_needs_a_boundary_it_can_scale_onto(reg):
     Ks, y = random_problem(0, n=12, M=3)
-    with pytest.raises(ValueError, match="extrapolate=True needs the simplex or the l_p ball"):
+    with pytest.raises(ValueError, match="extrapolate=True needs the simplex, the l_p ball or the elastic-net"):
         solve_mkl(Ks, y, reg, BlockCoordinateDescent(extrapolate=True))
     with pytest.raises(ValueError, match="extrapolate must be True or False"):
         solve_mkl(Ks, y, Simplex(), BlockCoordinateDescent(extrapolate="yes"))
