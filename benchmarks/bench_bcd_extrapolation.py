@@ -41,20 +41,9 @@ from bench_onepass import load  # noqa: E402
 
 
 def drawn(n_examples: int) -> None:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from _mkl_testing import mkl_problems, solve_preset
-    from hypothesis import HealthCheck, given, seed, settings
+    from sweep_presets import drawn_problems, solve_preset  # the tests' strategy and preset runner
 
-    problems = []
-
-    @settings(max_examples=n_examples, derandomize=False, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @seed(12345)
-    @given(mkl_problems())
-    def collect(p):
-        problems.append(p)
-
-    collect()
+    problems = drawn_problems(n_examples)
     print(f"{len(problems)} drawn problems")
     print("| preset | extrapolate | failures | iterations median / mean / max | time (s) |")
     print("|---|---|---|---|---|")

@@ -8,9 +8,9 @@ C-SVC inner problem at one C.
 
 For each (data set, problem) the script iterates over the solver registry, so solvers registered by other
 modules (SILP, mirror descent, ...) are measured as soon as they are installed, and so are the variants of
-``VARIANTS`` (Sonnenburg's plain SILP, the presets' extrapolated bcd); a solver that cannot run with the problem's regularizer (the
-capability check, or its own ``check``) or that declares it does not minimise the problem's objective
-(``replaces_objective``, e.g. EasyMKL) is skipped with the reason.  Each
+``VARIANTS`` (Sonnenburg's plain SILP, the presets' extrapolated bcd); a solver that cannot run with the
+problem's regularizer (the capability check, or its own ``check``) or that declares it does not minimise the
+problem's objective (``replaces_objective``, e.g. EasyMKL) is skipped with the reason.  Each
 solver starts cold (uniform weights / alpha = 0) and stops at the certified relative duality gap ``--tol``
 (the shared ``OuterLoop`` certificate) or after ``--time-limit`` CPU seconds (a callback raises
 KeyboardInterrupt, which every solver turns into its best certified iterate).  Times are CPU times of the

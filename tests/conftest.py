@@ -2,6 +2,7 @@ import os
 
 import numpy as np
 import pytest
+from _mkl_testing import without_local_constants
 from hypothesis import HealthCheck, settings
 from sklearn.datasets import load_breast_cancer
 
@@ -19,25 +20,7 @@ def pytest_configure(config):
     profile = config.getoption("hypothesis_profile", None) or os.environ.get("HYPOTHESIS_PROFILE", "ci")
     settings.load_profile(profile)
     if profile == "ci":
-        _without_local_constants()
-
-
-def _without_local_constants() -> None:
-    """Keep the "ci" draws independent of which modules the run has imported.
-
-    Since 6.131 hypothesis sometimes draws literals found in the local modules of ``sys.modules`` (ours, with the
-    editable install), collected when a choice type is first drawn and under a 100 ms parsing budget: the same
-    derandomized test then drew different problems alone and in the full suite (a log10 scale of 0.3 against
-    3.0), so a failure in CI did not reproduce locally.  A private hook: if it moves, the draws only become
-    order-dependent again.
-    """
-    try:
-        from hypothesis.internal.conjecture import providers
-    except ImportError:  # pragma: no cover
-        return
-    if hasattr(providers, "_get_local_constants") and hasattr(providers, "Constants"):
-        empty = providers.Constants()
-        providers._get_local_constants = lambda: empty
+        without_local_constants()
 
 
 @pytest.fixture(scope="session")
