@@ -979,12 +979,16 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
     strictly inside ``(0, cap)`` the (generalized) Hessian of ``-g`` is ``A_F (I - 11'/|F|) A_F'``: exact on
     each quadratic piece of ``g``, which makes the steps finite-terminating in practice (5-10 steps where
     L-BFGS-B took about 200 evaluations).  The multipliers at zero whose gradient points below zero are held
-    there; the step on the others is damped by an Armijo search along the projected path.  Stops when the
+    there; the step on the others is damped by an Armijo search along the projected path, and the relative
+    ridge on the Hessian grows (x100) after a step that needed more than three halvings and shrinks (/10) after
+    a full step: nearly parallel cuts make the Hessian nearly singular, and with a fixed ridge of 1e-10 the
+    steps ran along its null space until the ascent stalled short of the projection.  Stops when the
     projected gradient (the violation of the level constraints, in the unit-norm rows) is below ``tol``;
     otherwise returns the last iterate.
     """
     k = len(b)
     nu = np.maximum(nu0, 0.0) if len(nu0) == k else np.zeros(k)
+    RIDGE = 1e-10  # noqa: N806 (the smallest relative ridge)
 
     def dual(nu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         mu = np.asarray(project(center + A.T @ nu), dtype=np.float64)
@@ -992,7 +996,7 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
         d = mu - center
         return 0.5 * float(d @ d) + float(nu @ slack), slack, mu
 
-    def newton_step(nu: np.ndarray, grad: np.ndarray, mu: np.ndarray, free: np.ndarray, ridge: bool) -> np.ndarray:
+    def newton_step(nu: np.ndarray, grad: np.ndarray, mu: np.ndarray, free: np.ndarray, ridge: float) -> np.ndarray:
         inside = (mu > 0) & (mu < cap)
         Af = A[free][:, inside]
         s = Af.sum(axis=1)
@@ -1000,7 +1004,7 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
         step = np.zeros(k)
         if ridge:
             # Parallel cuts make H singular; a relative ridge keeps the step finite (the search damps the rest).
-            H[np.diag_indices_from(H)] += 1e-10 * (np.trace(H) / len(H) + 1.0)
+            H[np.diag_indices_from(H)] += ridge * (np.trace(H) / len(H) + 1.0)
             step[free] = np.linalg.solve(H, grad[free])
         else:
             step[free] = np.linalg.lstsq(H, grad[free], rcond=1e-13)[0]
@@ -1011,18 +1015,26 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
 
     def ascend(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         g, grad, mu = dual(nu)
+        ridge = RIDGE
         for _ in range(max_iter):
             if violation(nu, grad) <= tol:
                 break
-            step = newton_step(nu, grad, mu, (nu > 0) | (grad > 0), ridge=True)
-            t = 1.0
+            step = newton_step(nu, grad, mu, (nu > 0) | (grad > 0), ridge=ridge)
+            t, halvings = 1.0, 0
             while True:
                 trial = np.maximum(nu + t * step, 0.0)
                 g_trial, grad_trial, mu_trial = dual(trial)
                 if g_trial >= g + 1e-4 * float(grad @ (trial - nu)) or t < 1e-12:
                     break
                 t *= 0.5
+                halvings += 1
+            # Levenberg-Marquardt damping: a step that needed many halvings went far along a direction of
+            # (nearly) no curvature in this piece of g, where the next pieces bend it back; a larger ridge
+            # turns the next steps towards the gradient.  Full steps relax it again.
+            ridge = min(ridge * 100.0, 1.0) if halvings > 3 else max(ridge * 0.1, RIDGE) if halvings == 0 else ridge
             if not g_trial >= g:
+                if halvings > 3 and ridge < 1.0:
+                    continue  # retry from the same point with the larger ridge
                 break  # no ascent at this precision
             nu, g, grad, mu = trial, g_trial, grad_trial, mu_trial
         return nu, grad, mu
@@ -1036,7 +1048,7 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
     if np.any(nu > 0):
         # The active sets are settled: one step without the ridge solves this quadratic piece to rounding, so
         # the result does not depend on where the iterations stopped within tol.
-        trial = np.maximum(nu + newton_step(nu, grad, mu, nu > 0, ridge=False), 0.0)
+        trial = np.maximum(nu + newton_step(nu, grad, mu, nu > 0, ridge=0.0), 0.0)
         _, grad_trial, mu_trial = dual(trial)
         if violation(trial, grad_trial) <= violation(nu, grad):
             nu, mu = trial, mu_trial
