@@ -8,7 +8,9 @@ precomputed kernels.  Reported per method:
 * ``combine`` / ``quad``: stack operations per outer iteration (counted by wrapping the stack), so a ratio
   far above 1 can be told apart from a slow SMO; on the one-pass path (``multikernel.stack.products``)
   ``quad`` counts the products passes (``K_m v``, which give the quadratic forms), and ``cols`` the columns
-  of the combined kernel the SMO computed from the stack, in whole combinations (columns / n) per iteration.
+  of the combined kernel the SMO computed from the stack, in whole combinations (columns / n) per iteration;
+* ``solves``: the SVM solves of the fit (line searches and extrapolated trials make more than one per
+  iteration), and ``x pass/solve``: (fit - validate) / solves as a ratio to one pass.
 
 The floor is ``np.sum`` over the whole stack in float64 accumulation (median of 5), which reads every byte
 once.  Run from the repository root (needs ``../shared/data``)::
@@ -28,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from multikernel import MKLClassifier
+from multikernel.core.interfaces import MKLProblem
 from multikernel.core.registry import get_registry
 from multikernel.stack import storage
 from multikernel.stack.kernelset import KernelSet
@@ -66,8 +69,9 @@ class Counts:
     """Counts the stack operations of a fit by wrapping DenseStack's methods (the library is unchanged)."""
 
     def __init__(self) -> None:
-        self.combine = self.quad = self.columns = 0
+        self.combine = self.quad = self.columns = self.solves = 0
         self._orig = (storage.DenseStack.combine, storage.DenseStack.quad_forms)
+        self._orig_solve = MKLProblem.solve_inner
         if products is not None:
             self._orig_products = (products.StackProducts.__init__, products.CombinedColumns.columns)
 
@@ -95,11 +99,17 @@ class Counts:
             counts.quad += 1
             return quad(stack, *a, **k)
 
+        def counted_solve(problem, *a, **k):
+            counts.solves += 1
+            return counts._orig_solve(problem, *a, **k)
+
         storage.DenseStack.combine, storage.DenseStack.quad_forms = counted_combine, counted_quad
+        MKLProblem.solve_inner = counted_solve
         return self
 
     def __exit__(self, *exc) -> None:
         storage.DenseStack.combine, storage.DenseStack.quad_forms = self._orig
+        MKLProblem.solve_inner = self._orig_solve
         if products is not None:
             products.StackProducts.__init__, products.CombinedColumns.columns = self._orig_products
 
@@ -123,7 +133,7 @@ def main() -> None:
           f"one pass (np.sum) = {one_pass * 1e3:.1f} ms; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} CPUs")
     print(f"{'method':10s} {'fit s':>8s} {'validate':>9s} {'iters':>6s} {'per iter':>9s} {'x pass':>7s} "
-          f"{'combine':>8s} {'quad':>6s} {'cols':>6s} {'gap':>9s}")
+          f"{'combine':>8s} {'quad':>6s} {'cols':>6s} {'solves':>7s} {'x pass/solve':>13s} {'gap':>9s}")
     for method in args.methods.split(","):
         rows = []
         for _ in range(args.repeats):
@@ -138,12 +148,14 @@ def main() -> None:
                     clf.fit(K, y)
                     t_fit = time.perf_counter() - t
             n_iter = int(np.max(clf.n_iter_))
-            rows.append((t_fit, t_validate, n_iter, c.combine, c.quad, c.columns / len(y),
+            rows.append((t_fit, t_validate, n_iter, c.combine, c.quad, c.columns / len(y), c.solves,
                          float(np.max(clf.dual_gap_))))
-        t_fit, t_val, n_iter, n_comb, n_quad, n_cols, gap = min(rows)
+        t_fit, t_val, n_iter, n_comb, n_quad, n_cols, n_solves, gap = min(rows)
         per = (t_fit - t_val) / max(n_iter, 1)
+        per_solve = (t_fit - t_val) / max(n_solves, 1)
         print(f"{method:10s} {t_fit:8.3f} {t_val:9.3f} {n_iter:6d} {per * 1e3:7.1f}ms {per / one_pass:7.2f} "
-              f"{n_comb / n_iter:8.2f} {n_quad / n_iter:6.2f} {n_cols / n_iter:6.2f} {gap:9.2e}")
+              f"{n_comb / n_iter:8.2f} {n_quad / n_iter:6.2f} {n_cols / n_iter:6.2f} {n_solves:7d} "
+              f"{per_solve / one_pass:13.2f} {gap:9.2e}")
 
 
 if __name__ == "__main__":
