@@ -122,12 +122,12 @@ class BlockCoordinateDescent(OuterSolver):
             raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
         if not isinstance(self.extrapolate, bool | np.bool_):
             raise ValueError(f"extrapolate must be True or False; got {self.extrapolate!r}")
-        if self.extrapolate and getattr(problem.regularizer, "domain", None) not in self.EXTRAPOLATED_DOMAINS:
+        domain = getattr(problem.regularizer, "domain", None)
+        if self.extrapolate and domain not in self.EXTRAPOLATED_DOMAINS:
             raise ValueError(f"bcd's extrapolate=True needs the simplex, the l_p ball or the elastic-net domain "
-                             f"(L1-MKL, lp-MKL, SGMKL), "
-                             f"where a scaled update stays in the domain once renormalised; "
-                             f"{problem.regularizer.name!r} has the domain "
-                             f"{getattr(problem.regularizer, 'domain', None)!r}: use extrapolate=False")
+                             f"(L1-MKL, lp-MKL, SGMKL), where a scaled update stays in the domain once "
+                             f"renormalised; {problem.regularizer.name!r} has the domain {domain!r}: use "
+                             f"extrapolate=False")
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         return _PartialFormsEvaluator(problem, loop, self.certify_every)
@@ -164,13 +164,15 @@ class BlockCoordinateDescent(OuterSolver):
             return None, attrs.evolve(state, skip=state.skip - 1)
         mu, t = it.mu, state.exponent
         act = (new > 0) & (mu > 0)  # where mu_m > 0 = new_m, q_m = 0: the weight is gone, its term vanishes
-        # With the classifier f fixed the plain update lowers the primal 1/2 sum ||f_m||^2 / mu_m by
-        # 1/2 sum ||f_m||^2 (1/mu_m - 1/new_m), ||f_m||^2 = mu_m^2 q_m: F(new) is at least that much lower.
-        guaranteed = 0.5 * float(np.sum(mu * q) - np.sum(mu[act] ** 2 * q[act] / new[act]))
+        # With the classifier f fixed the plain update lowers the primal 1/2 sum ||f_m||^2 / mu_m + Omega(mu) by
+        # 1/2 sum ||f_m||^2 (1/mu_m - 1/new_m) + Omega(mu) - Omega(new), ||f_m||^2 = mu_m^2 q_m: F(new) is at
+        # least that much lower (Omega = 0 on the three domains served here, a penalty would count).
+        reg = evaluate.problem.regularizer
+        guaranteed = (0.5 * float(np.sum(mu * q) - np.sum(mu[act] ** 2 * q[act] / new[act]))
+                      + float(reg.penalty(mu)) - float(reg.penalty(new)))
         cand = np.zeros_like(mu)
         log_ratio = np.log(new[act] / mu[act])
         cand[act] = np.exp(np.log(mu[act]) + t * (log_ratio - log_ratio.max()))  # largest factor 1: no overflow
-        reg = evaluate.problem.regularizer
         cand = self._onto_boundary(reg, cand)
         # no weight falls below a fraction of the plain update's: a weight pushed to zero never grows again
         cand[act] = np.maximum(cand[act], self.SHRINK_FLOOR * new[act])
@@ -970,6 +972,10 @@ class _Bundle:
         return mu
 
 
+#: The smallest relative ridge on the Hessian of :func:`_dual_newton`'s steps (where the damping starts).
+_MIN_RIDGE = 1e-10
+
+
 def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Callable[[np.ndarray], np.ndarray],
                  cap: float, nu0: np.ndarray, tol: float = 1e-9, max_iter: int = 100
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -988,7 +994,6 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
     """
     k = len(b)
     nu = np.maximum(nu0, 0.0) if len(nu0) == k else np.zeros(k)
-    RIDGE = 1e-10  # noqa: N806 (the smallest relative ridge)
 
     def dual(nu: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         mu = np.asarray(project(center + A.T @ nu), dtype=np.float64)
@@ -1015,7 +1020,7 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
 
     def ascend(nu: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         g, grad, mu = dual(nu)
-        ridge = RIDGE
+        ridge = _MIN_RIDGE
         for _ in range(max_iter):
             if violation(nu, grad) <= tol:
                 break
@@ -1031,7 +1036,10 @@ def _dual_newton(A: np.ndarray, b: np.ndarray, center: np.ndarray, project: Call
             # Levenberg-Marquardt damping: a step that needed many halvings went far along a direction of
             # (nearly) no curvature in this piece of g, where the next pieces bend it back; a larger ridge
             # turns the next steps towards the gradient.  Full steps relax it again.
-            ridge = min(ridge * 100.0, 1.0) if halvings > 3 else max(ridge * 0.1, RIDGE) if halvings == 0 else ridge
+            if halvings > 3:
+                ridge = min(ridge * 100.0, 1.0)
+            elif halvings == 0:
+                ridge = max(ridge * 0.1, _MIN_RIDGE)
             if not g_trial >= g:
                 if halvings > 3 and ridge < 1.0:
                     continue  # retry from the same point with the larger ridge

@@ -247,8 +247,9 @@ def test_group_lasso_extrapolation_ends_the_crawl_at_a_tie():
     assert all(b <= a * (1 + 1e-9) for a, b in zip(uppers, uppers[1:], strict=False))
 
 
-@pytest.mark.parametrize("reg", [LpBall(p=1.5), LpBall(p=2.0), LpBall(p=4.0), ElasticNet(v=0.3), ElasticNet(v=0.9)],
-                         ids=["p1.5", "p2", "p4", "enet0.3", "enet0.9"])
+# SimplexL2 (SM2MKL) has the simplex domain and a penalty: the accepted trials' guaranteed decrease counts it.
+@pytest.mark.parametrize("reg", [LpBall(p=1.5), LpBall(p=2.0), LpBall(p=4.0), ElasticNet(v=0.3), ElasticNet(v=0.9),
+                                 SimplexL2(theta=0.5)], ids=["p1.5", "p2", "p4", "enet0.3", "enet0.9", "simplex_l2"])
 def test_group_lasso_extrapolation_reaches_the_reference_on_curved_domains(reg):
     Ks, y = random_problem(1, n=20, M=4)
     res = solve_mkl(Ks, y, reg, BlockCoordinateDescent(extrapolate=True), C=2.0, tol=1e-6)
@@ -256,7 +257,7 @@ def test_group_lasso_extrapolation_reaches_the_reference_on_curved_domains(reg):
     assert res.converged and res.objective == pytest.approx(ref, rel=1e-5)
     mu = res.weights
     on_boundary = (np.linalg.norm(mu, ord=reg.p) if isinstance(reg, LpBall)
-                   else reg.v * mu.sum() + (1 - reg.v) * mu @ mu)
+                   else mu.sum() if isinstance(reg, SimplexL2) else reg.v * mu.sum() + (1 - reg.v) * mu @ mu)
     assert on_boundary == pytest.approx(1.0, rel=1e-9)
 
 
