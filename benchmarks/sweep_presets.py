@@ -27,12 +27,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-from _mkl_testing import mkl_problems, reference, solve_preset, without_local_constants  # noqa: E402
+from _mkl_testing import (  # noqa: E402
+    MKL_PRESETS,
+    mkl_problems,
+    reference,
+    solve_preset,
+    without_local_constants,
+)
 
 from multikernel.core.registry import get_registry  # noqa: E402
-
-PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl", "mkl_silp", "mkl_md",
-           "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]
 
 
 def drawn_problems(n_draws: int, seed: int = 12345) -> list[Any]:
@@ -58,7 +61,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=12345)
-    ap.add_argument("--presets", default=",".join(PRESETS))
+    ap.add_argument("--presets", default=",".join(MKL_PRESETS))
     ap.add_argument("--reference", action="store_true", help="compare objectives with cvxpy + Clarabel")
     args = ap.parse_args()
     problems = drawn_problems(args.draws, args.seed)

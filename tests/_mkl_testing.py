@@ -125,6 +125,12 @@ def make_problem(n: int, positives: int, kinds: Sequence[str], copies: Sequence[
     return Drawn(Ks=Ks, y=y, C=C, call=call)
 
 
+#: The presets that minimise an MKL objective on one binary problem, each checked against cvxpy by the property
+#: test (tests/test_mkl_reference.py) and swept by benchmarks/sweep_presets.py; the last seven are issue 12's.
+MKL_PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
+               "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]
+
+
 def without_local_constants() -> None:
     """Keep the "ci" draws independent of which modules the run has imported.
 

@@ -17,6 +17,7 @@ import math
 import numpy as np
 import pytest
 from _mkl_testing import (
+    MKL_PRESETS,
     decision_values,
     kernel_slack_value,
     make_problem,
@@ -45,8 +46,7 @@ from multikernel.plugins.regularizers import (
 from multikernel.plugins.smo_mkl import SMOMKL
 from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, ReducedGradient
 
-PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
-           "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]  # the last seven: issue 12
+PRESETS = MKL_PRESETS
 # Tested in test_multilabel_mkl.py against the sum form and cvxpy: a stochastic solver of shared-weight problems
 # whose certified gap has a long tail (on drawn binary structures it can stall near 1e-2 within 200 iterations).
 OTHER_PRESETS = ["ml_mkl_sa"]
