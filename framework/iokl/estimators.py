@@ -102,9 +102,11 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
     The C-SVC dual is solved by the library's SMO (libsvm's working-set rule and stopping tolerance 1e-3,
     as ``SVC``) without forming the ``n x n`` average kernel: on a whole dense stack (SIL-SVM, every
     instance) its columns are combined when the SMO asks for them and the scores come from one read of the
-    support vectors' rows (musk2: 0.6-0.7 s against 1.2-1.5 s for ``SVC`` on the combined kernel, most of it
+    support vectors' rows (musk2: 0.5-0.7 s against 1.2-1.5 s for ``SVC`` on the combined kernel, most of it
     the first write of that 348 MB kernel); for a subset of rows (the labelled part of SSL) only those rows
-    of the average kernel are formed.
+    of the average kernel are formed.  The scores differ from ``SVC``'s by up to the tolerance (7.6e-4 on
+    musk2), which can pick another key instance of a bag, and the cutting plane's result moves with its start
+    (a local result: docs/benchmarks/iokl.md, session 11).
     """
     w = np.full(inputs.n_kernels, 1.0 / inputs.n_kernels)
     n = inputs.n_rows
