@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
-from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane, solve_candidates
+from multikernel.iokl.cutting_plane import DEFAULT_SOLVER, CuttingPlaneResult, cutting_plane, solve_candidates
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
 from multikernel.solve.smo import solve_qp
 from multikernel.stack.kernelset import KernelSet
@@ -126,8 +126,9 @@ _COMMON_DOC = """
     theta : float, optional
         IOKL-SM's cap on each candidate group's norm, in units of ``1/T`` (``theta / T`` at each cutting-plane
         iteration, as in the thesis's experiments; ``theta >= 1``); ``None`` for IOKL-HM.
-    solver : str, default="bcd"
-        The outer MKL solver (``bcd`` is Algorithm 5; ``projected_gradient`` also works).
+    solver : str, default="projected_gradient"
+        The outer MKL solver: ``projected_gradient`` (spectral steps) or ``bcd``, the thesis's Algorithm 5,
+        which crawls where candidates nearly tie (:data:`multikernel.iokl.cutting_plane.DEFAULT_SOLVER`).
     tol : float, default=1e-3
         Certified relative duality gap of each MKL solve.
     max_iter : int, default=30
@@ -177,7 +178,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
 
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C_labeled: float = 100.0,
                  C_unlabeled: float = 1.0, positive_fraction: float | None = None, theta: float | None = None,
-                 solver: str = "bcd", tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
+                 solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
                  enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
         self.kernels = kernels
         self.C_labeled = C_labeled
@@ -321,9 +322,9 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     """
 
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, level: str = "bag", C: float = 10.0,
-                 portion: float = 0.0, round_keys: bool = True, theta: float | None = None, solver: str = "bcd",
-                 tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096,
-                 warm_start: bool = False, offset: float = 0.1) -> None:
+                 portion: float = 0.0, round_keys: bool = True, theta: float | None = None,
+                 solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
+                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
         self.kernels = kernels
         self.level = level
         self.C = C
@@ -442,7 +443,7 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
     """
 
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, n_clusters: int = 2, balance: float = 0.1,
-                 C: float = 1.0, theta: float | None = None, solver: str = "bcd", tol: float = 1e-3,
+                 C: float = 1.0, theta: float | None = None, solver: str = DEFAULT_SOLVER, tol: float = 1e-3,
                  max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096,
                  warm_start: bool = False, offset: float = 0.1) -> None:
         self.kernels = kernels
