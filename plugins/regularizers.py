@@ -121,6 +121,9 @@ class Simplex(Regularizer):
     def project(self, v: np.ndarray) -> np.ndarray:
         return project_simplex(v)
 
+    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
+        return v / v.sum()
+
 
 # --------------------------------------------------------------------------------------------------
 class BoxSimplex(Regularizer):
@@ -323,6 +326,9 @@ class SimplexPower(Regularizer):
     def project(self, v: np.ndarray) -> np.ndarray:
         return project_simplex(v)
 
+    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
+        return v / v.sum()
+
 
 class SimplexL2(SimplexPower):
     """The simplex with the penalty ``||mu||^2 / (2 theta)``: square-hinge soft margin MKL (SM2MKL).
@@ -422,6 +428,9 @@ class LpBall(Regularizer):
     def project(self, v: np.ndarray) -> np.ndarray:
         return project_lp_ball_nonneg(v, self._p())
 
+    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
+        return v / np.linalg.norm(v, ord=self._p())
+
 
 class L2Ball(LpBall):
     """``{mu >= 0, ||mu||_2 <= 1}``: L2-MKL (Cortes et al. 2009), the square-loss soft margin MKL."""
@@ -517,9 +526,9 @@ class ElasticNet(Regularizer):
         # The KKT weights are homogeneous in a (nu_m(t) depends on t a_m only): scale by the largest a_m, so
         # that a range of a from 1e-320 to 1e10 needs no care below.
         nu[pos] = _elastic_net_weights(a[pos] / float(a[pos].max()), v)
-        return self.scale_onto_boundary(nu)
+        return self.onto_boundary(nu)
 
-    def scale_onto_boundary(self, nu: np.ndarray) -> np.ndarray:
+    def onto_boundary(self, nu: np.ndarray) -> np.ndarray:
         """Scale ``nu >= 0`` onto the boundary ``h = 1`` (removes the root find's last rounding; ``bcd``'s
         extrapolated trials)."""
         v = self._v()
@@ -541,7 +550,7 @@ class ElasticNet(Regularizer):
 
         lam = increasing_root(lambda lam: 1.0 - self._h(x(lam)), 0.0, 1.0)
         out = x(lam)
-        return out if self._h(out) <= 1.0 else self.scale_onto_boundary(out)
+        return out if self._h(out) <= 1.0 else self.onto_boundary(out)
 
 
 def _cubic_roots(rhs: np.ndarray, v: float, upper: np.ndarray) -> np.ndarray:

@@ -21,7 +21,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from multikernel._threads import blas_for
-from multikernel.core.capabilities import Capability
+from multikernel.core.capabilities import Capability, offered_by
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
 from multikernel.plugins._master_lp import MasterLP
@@ -89,25 +89,23 @@ class BlockCoordinateDescent(OuterSolver):
         Iterations between two certified lower bounds when most weights are zero (1: every iteration).
         The gap test can then stop the solve up to ``certify_every - 1`` iterations later than it could.
     extrapolate : bool, default=False
-        On the simplex or the l_p ball, try the closed-form update ``T(mu)`` raised to a power:
-        ``mu_m (T_m(mu) / mu_m)^t``, ``t > 1``, renormalised (over-relaxation of the multiplicative update, in
-        its own geometry).  Where
-        two kernels' forms nearly tie at the optimum, the plain update shrinks the losing weight by a factor
-        close to 1 per iteration: L1-MKL drawn by the tests took more than 200 iterations to a gap of 1e-3
-        where ``l1mkl`` took 7.  The exponent doubles after every accepted trial (up to ``MAX_EXPONENT``) and
-        halves after a rejected one; no weight falls below 1e-2 of the plain update's (a weight pushed to
-        zero never grows again).  A trial is accepted only if it lowers ``F`` at least as much as the plain
-        update is guaranteed to (the decrease of the primal with the classifier fixed); otherwise the plain
-        update is taken, so no iteration does worse than the paper's.  A rejected trial costs one extra SVM
-        solve; after a rejection at the smallest exponent (2) the trials pause for 1, 2, 4, ... iterations.
+        Try the closed-form update ``T(mu)`` raised to a power: ``mu_m (T_m(mu) / mu_m)^t``, ``t > 1``, scaled back
+        onto the domain's boundary by the regularizer's ``onto_boundary`` (the simplex, the l_p ball, elastic net;
+        capability ``boundary``): over-relaxation of the multiplicative update, in its own geometry.  Where two
+        kernels' forms nearly tie at the optimum, the plain update shrinks the losing weight by a factor close to 1
+        per iteration: L1-MKL drawn by the tests took more than 200 iterations to a gap of 1e-3 where ``l1mkl`` took
+        7.  The exponent doubles after every accepted trial (up to ``MAX_EXPONENT``) and halves after a rejected
+        one; no weight falls below 1e-2 of the plain update's (a weight pushed to zero never grows again).  A trial
+        is accepted only if it lowers ``F`` at least as much as the plain update is guaranteed to (the decrease of
+        the primal with the classifier fixed); otherwise the plain update is taken, so no iteration does worse than
+        the paper's.  A rejected trial costs one extra SVM solve; after a rejection at the smallest exponent (2) the
+        trials pause for 1, 2, 4, ... iterations.
     """
 
     name = "bcd"
     requires = frozenset({Capability.CLOSED_FORM})
     revive = True
 
-    #: The domains whose boundary a scaled point reaches by a closed-form rescaling (``extrapolate``).
-    EXTRAPOLATED_DOMAINS = ("simplex", "lp_ball", "elastic_net")
     #: The largest exponent of the extrapolated multiplicative step (``extrapolate``).
     MAX_EXPONENT = 1024.0
     #: An extrapolated weight stays above this fraction of the plain update's (``extrapolate``).
@@ -122,11 +120,10 @@ class BlockCoordinateDescent(OuterSolver):
             raise ValueError(f"certify_every must be a positive integer; got {self.certify_every!r}")
         if not isinstance(self.extrapolate, bool | np.bool_):
             raise ValueError(f"extrapolate must be True or False; got {self.extrapolate!r}")
-        domain = getattr(problem.regularizer, "domain", None)
-        if self.extrapolate and domain not in self.EXTRAPOLATED_DOMAINS:
-            raise ValueError(f"bcd's extrapolate=True needs the simplex, the l_p ball or the elastic-net domain "
-                             f"(L1-MKL, lp-MKL, SGMKL), where a scaled update stays in the domain once "
-                             f"renormalised; {problem.regularizer.name!r} has the domain {domain!r}: use "
+        if self.extrapolate and Capability.BOUNDARY not in offered_by(problem.regularizer):
+            raise ValueError(f"bcd's extrapolate=True needs a regularizer that scales a point onto its boundary "
+                             f"(onto_boundary: the simplex, the l_p ball, elastic net), where a scaled update "
+                             f"stays in the domain; {problem.regularizer.name!r} does not offer it: use "
                              f"extrapolate=False")
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
@@ -166,32 +163,22 @@ class BlockCoordinateDescent(OuterSolver):
         act = (new > 0) & (mu > 0)  # where mu_m > 0 = new_m, q_m = 0: the weight is gone, its term vanishes
         # With the classifier f fixed the plain update lowers the primal 1/2 sum ||f_m||^2 / mu_m + Omega(mu) by
         # 1/2 sum ||f_m||^2 (1/mu_m - 1/new_m) + Omega(mu) - Omega(new), ||f_m||^2 = mu_m^2 q_m: F(new) is at
-        # least that much lower (Omega = 0 on the three domains served here, a penalty would count).
+        # least that much lower (simplex_power and elastic_net have a penalty: it counts).
         reg = evaluate.problem.regularizer
         guaranteed = (0.5 * float(np.sum(mu * q) - np.sum(mu[act] ** 2 * q[act] / new[act]))
                       + float(reg.penalty(mu)) - float(reg.penalty(new)))
         cand = np.zeros_like(mu)
         log_ratio = np.log(new[act] / mu[act])
         cand[act] = np.exp(np.log(mu[act]) + t * (log_ratio - log_ratio.max()))  # largest factor 1: no overflow
-        cand = self._onto_boundary(reg, cand)
+        cand = reg.onto_boundary(cand)
         # no weight falls below a fraction of the plain update's: a weight pushed to zero never grows again
         cand[act] = np.maximum(cand[act], self.SHRINK_FLOOR * new[act])
-        cand = self._onto_boundary(reg, cand)
+        cand = reg.onto_boundary(cand)
         trial = evaluate(cand, it.sol.alpha, with_q=False)
         if not trial.objective <= it.objective - guaranteed:
             return None, state.rejected()
         trial.memo = state.accepted(self.MAX_EXPONENT)
         return (evaluate.certify(trial) if evaluate.full(cand) else trial), trial.memo
-
-    @staticmethod
-    def _onto_boundary(reg: Regularizer, v: np.ndarray) -> np.ndarray:
-        """``v >= 0`` scaled onto the domain's boundary, where the optimum lies: the simplex, the l_p sphere,
-        or the elastic-net surface ``v sum mu + (1 - v) sum mu^2 = 1``."""
-        if reg.domain == "simplex":
-            return v / v.sum()
-        if reg.domain == "lp_ball":
-            return v / np.linalg.norm(v, ord=float(reg.p))
-        return reg.scale_onto_boundary(v)
 
 
 class _LineSearchSolver(OuterSolver):

@@ -264,7 +264,7 @@ def test_group_lasso_extrapolation_reaches_the_reference_on_curved_domains(reg):
 @pytest.mark.parametrize("reg", [BoxSimplex(theta=0.5), GMKLL2()], ids=["box_simplex", "gmkl_l2"])
 def test_group_lasso_extrapolation_needs_a_boundary_it_can_scale_onto(reg):
     Ks, y = random_problem(0, n=12, M=3)
-    with pytest.raises(ValueError, match="extrapolate=True needs the simplex, the l_p ball or the elastic-net"):
+    with pytest.raises(ValueError, match="extrapolate=True needs a regularizer that scales a point onto its"):
         solve_mkl(Ks, y, reg, BlockCoordinateDescent(extrapolate=True))
     with pytest.raises(ValueError, match="extrapolate must be True or False"):
         solve_mkl(Ks, y, Simplex(), BlockCoordinateDescent(extrapolate="yes"))

@@ -57,21 +57,33 @@ BUILTIN_SOLVERS = [BlockCoordinateDescent(), ProjectedGradient(), ReducedGradien
 # --------------------------------------------------------------------------------------------------
 EXPECTED_OFFERS = {
     "uniform": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.POLYHEDRAL, C.CAP},
-    "simplex": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.SIMPLEX, C.POLYHEDRAL, C.CAP},
+    "simplex": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.SIMPLEX, C.POLYHEDRAL, C.CAP, C.BOUNDARY},
     "box_simplex": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.POLYHEDRAL, C.CAP},
     "simplex_l2": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.SIMPLEX, C.POLYHEDRAL, C.CAP,
-                   C.STRONGLY_CONVEX},
+                   C.STRONGLY_CONVEX, C.BOUNDARY},
     "simplex_power": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.SIMPLEX, C.POLYHEDRAL, C.CAP,
-                      C.STRONGLY_CONVEX},
-    "lp_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL},
-    "l2_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL},
-    "elastic_net": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT},
+                      C.STRONGLY_CONVEX, C.BOUNDARY},
+    "lp_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL, C.BOUNDARY},
+    "l2_ball": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.LP_BALL, C.BOUNDARY},
+    "elastic_net": {C.CLOSED_FORM, C.PROJECTION, C.PENALTY_GRADIENT, C.BOUNDARY},
 }
 
 
 @pytest.mark.parametrize("reg", BUILTIN_REGULARIZERS, ids=lambda r: r.name)
 def test_builtin_regularizers_offer(reg):
     assert offered_by(reg) == EXPECTED_OFFERS[reg.name]
+
+
+@pytest.mark.parametrize("reg", [r for r in BUILTIN_REGULARIZERS if C.BOUNDARY in offered_by(r)],
+                         ids=lambda r: r.name)
+def test_onto_boundary_scales_a_point_onto_the_boundary_of_the_domain(reg):
+    """``onto_boundary`` keeps the direction, lands in the domain (its projection is itself) and on its
+    boundary (a little further out is not in the domain)."""
+    v = np.random.default_rng(0).random(5) * [1.0, 3.0, 0.5, 2.0, 1e-3]
+    out = reg.onto_boundary(v)
+    np.testing.assert_allclose(out / v, (out / v)[0], rtol=1e-12)
+    np.testing.assert_allclose(reg.project(out), out, rtol=1e-9, atol=1e-12)
+    assert not np.allclose(reg.project(1.01 * out), 1.01 * out, rtol=1e-6, atol=0.0)
 
 
 def test_builtin_solvers_require():

@@ -21,6 +21,7 @@ capability              offered when
                         else the class defines ``cap(n_kernels)``
 ``strongly_convex``     :meth:`~multikernel.core.interfaces.Regularizer.strong_convexity` is positive for the
                         regularizer's parameters
+``boundary``            the class overrides :meth:`~multikernel.core.interfaces.Regularizer.onto_boundary`
 ======================  =============================================================================
 
 so a class cannot claim an operation it does not implement.  The one declaration is the class attribute
@@ -72,6 +73,7 @@ class Capability(str, enum.Enum):
     CAP = "cap"
     STRONGLY_CONVEX = "strongly_convex"
     LP_BALL = "lp_ball"
+    BOUNDARY = "boundary"
 
     def __str__(self) -> str:
         return self.value
@@ -92,6 +94,7 @@ _HOW = {
     Capability.STRONGLY_CONVEX: "return a positive modulus from strong_convexity()",
     Capability.LP_BALL: 'declare domain = "lp_ball" (with the exponent as attribute p) if the domain is '
                         '{mu >= 0, ||mu||_p <= 1}',
+    Capability.BOUNDARY: "implement onto_boundary(v), v scaled onto the boundary where the optimum lies",
 }
 
 
@@ -120,6 +123,8 @@ def offered_by(regularizer: Regularizer) -> frozenset[Capability]:
         offered.add(Capability.CLOSED_FORM)
     if _overrides(cls, "project"):
         offered.add(Capability.PROJECTION)
+    if _overrides(cls, "onto_boundary"):
+        offered.add(Capability.BOUNDARY)
     if not _overrides(cls, "penalty") or _overrides(cls, "penalty_gradient"):
         offered.add(Capability.PENALTY_GRADIENT)
     domain = getattr(cls, "domain", "")

@@ -259,6 +259,13 @@ class Regularizer(Component, abc.ABC):
         """Euclidean projection of ``v`` onto ``D``."""
         raise NotImplementedError(f"regularizer {self.name!r} offers no Euclidean projection")
 
+    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
+        """``v >= 0`` (not zero) scaled onto the part of ``D``'s boundary where the optimum lies, for example
+        ``v / sum v`` on the simplex: where the extrapolated step of block coordinate descent puts its trials
+        (a scaled multiplicative update is in ``D`` once scaled back).  Only for domains where a scaling
+        reaches the boundary in closed form; a box-constrained domain cannot offer it."""
+        raise NotImplementedError(f"regularizer {self.name!r} cannot scale a point onto its boundary")
+
     def strong_convexity(self) -> float:
         """A modulus ``sigma >= 0`` such that ``Omega - sigma/2 ||mu||^2`` is convex on ``D``; 0 if none is known.
 
