@@ -8,8 +8,9 @@ import pytest
 from multikernel import DenseStack, create
 from multikernel.ranking import MultiLabelRanker
 from multikernel.ranking import estimator as est_module
-from multikernel.ranking.estimator import _combined_product, _StackColumns
+from multikernel.ranking.estimator import _combined_product
 from multikernel.ranking.solver import _initial_scores, _RowCache
+from multikernel.solve.smo import StackColumns
 from multikernel.stack.storage import LazyStack
 
 
@@ -44,7 +45,7 @@ def test_block_warm_start_scores_equal_the_dense_product():
     S = rng.normal(size=(30, 4))
     S[rng.random(30) < 0.4] = 0.0  # rows outside the support are skipped
     for cache_mb in (1e-3, 8 * 30 * 7 / 2**20, 10.0):  # blocks of one row, of a few rows, of the whole support
-        rows = _RowCache(_StackColumns(DenseStack(K[None]), np.ones(1)), cache_mb)
+        rows = _RowCache(StackColumns(K[None], np.ones(1)), cache_mb)
         np.testing.assert_allclose(_initial_scores(None, rows, S), K @ S, atol=1e-12)
         assert rows.misses == 0  # the blocks bypass the row cache
 
@@ -92,3 +93,24 @@ def test_mk_mlr_thresholds_use_the_leave_one_out_scores_of_the_learnt_kernel():
     np.testing.assert_allclose(est.threshold_["coef"], refit["coef"], atol=1e-9)
     assert est.threshold_["intercept"] == pytest.approx(refit["intercept"], abs=1e-9)
     np.testing.assert_allclose(est.decision_function(Ks), K @ est.coef_, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["mlr_l1", "mlr_gl"])
+def test_average_kernel_mlr_on_a_lazy_stack_equals_the_dense_fit(method, monkeypatch):
+    """Fixed (uniform) weights on a lazy stack: the solve reads the stack's own column provider, never an
+    (n, n) combination."""
+    X, Y = _data(seed=3)
+    kwargs = dict(kernels=_builders(), C=1.0, tol=1e-8, regularizer="uniform", method=method)
+    dense = MultiLabelRanker(kernel_backend="dense", **kwargs).fit(X, Y)
+    original = LazyStack.combine
+
+    def combine(self, weights, out=None, accumulate=False):
+        result = original(self, weights, out=out, accumulate=accumulate)
+        assert result.shape[0] < len(X) or result.shape[1] < len(X), "an (n, n) combined kernel was formed"
+        return result
+
+    monkeypatch.setattr(LazyStack, "combine", combine)
+    monkeypatch.setattr(est_module, "_PRODUCT_BLOCK_BYTES", 8 * len(X) * 16)
+    lazy = MultiLabelRanker(kernel_backend="lazy", cache_size=0.05, **kwargs).fit(X, Y)
+    np.testing.assert_allclose(lazy.coef_, dense.coef_, atol=1e-6)
+    assert lazy.objective_ == pytest.approx(dense.objective_, rel=1e-8)

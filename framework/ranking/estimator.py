@@ -26,21 +26,6 @@ THRESHOLD_RULES = ("linear", "constant")
 _PRODUCT_BLOCK_BYTES = 32 * 2**20
 
 
-class _StackColumns(KernelColumns):
-    """Columns of ``sum_m w_m K_m`` computed from a kernel stack on demand (a lazy stack: no n x n array)."""
-
-    def __init__(self, stack: KernelStack, weights: np.ndarray) -> None:
-        self.stack, self.weights = stack, np.asarray(weights, dtype=np.float64)
-        self.n = stack.n_rows
-        self._all = np.arange(stack.n_cols)
-
-    def column(self, i: int, out: np.ndarray) -> None:
-        out[:] = self.stack.subset([i], self._all).combine(self.weights)[0]
-
-    def diagonal(self) -> np.ndarray:
-        return self.weights @ self.stack.diag()
-
-
 def _combined_product(stack: KernelStack, weights: np.ndarray, coef: np.ndarray) -> np.ndarray:
     """``(sum_m weights[m] K_m) @ coef`` by blocks of rows: no ``n_rows x n_cols`` combined kernel is formed.
 
@@ -337,7 +322,10 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
 
     def _fit_single(self, stack: KernelStack, Ysign: np.ndarray, weights: np.ndarray) -> None:
         if not isinstance(stack, DenseStack):
-            K = _StackColumns(stack, weights)
+            # a lazy stack's own column provider (blocks of columns on demand); a stack without one combines
+            K = stack.column_provider(weights)
+            if K is None:
+                K = stack.combine(weights)
         elif len(weights) == 1:
             K = stack.kernel(0)  # the stored kernel itself (float32 stays float32): no n x n copy
         else:
