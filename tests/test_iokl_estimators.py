@@ -131,3 +131,26 @@ def test_clustering_bad_input():
         IOKLClustering(n_clusters=3).fit(X)
     with pytest.raises(ValueError, match="theta is the cap in units of 1/T"):
         IOKLClustering(theta=0.5).fit(np.r_[X, X[:1] + 1.0])
+
+
+@pytest.mark.parametrize("path", ["columns", "combined", "labelled rows"])
+def test_svm_start_equals_scikit_learn_svc(path):
+    """The SVM that starts a fit (SIL-SVM, or SSL's labelled part), solved by the library's SMO without an n x n
+    average kernel, gives scikit-learn's decision values (both stop at a KKT violation of 1e-3)."""
+    from sklearn.svm import SVC
+
+    from multikernel.iokl.estimators import _svm_scores
+    from multikernel.stack.kernelset import KernelSet
+    from multikernel.stack.products import supports_products
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] + 0.5 * rng.normal(size=60) > 0, 1.0, -1.0)
+    inputs = KernelSet([create("kernel", "rbf"), create("kernel", "laplacian")]).fit_stack(X)
+    K = inputs.combine(np.full(2, 0.5))
+    rows = np.arange(60) if path != "labelled rows" else np.sort(rng.choice(60, 15, replace=False))
+    stack = inputs.subset(np.arange(60)) if path == "combined" else inputs  # a view: no columns on demand
+    scores = _svm_scores(stack, rows, y[rows], 2.0)
+    svc = SVC(kernel="precomputed", C=2.0, tol=1e-8).fit(K[np.ix_(rows, rows)], y[rows])
+    assert supports_products(stack) == (path != "combined")
+    np.testing.assert_allclose(scores, svc.decision_function(K[:, rows]), atol=2e-3)

@@ -116,7 +116,7 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
         products = StackProducts(inputs, res.alpha, coef, np.zeros(n, dtype=bool))
         return sum(products.combined(w)) + res.bias
     Kr = inputs.subset(rows, np.arange(n)).combine(w)  # the rows' average kernel against every instance
-    res = solve_qp(np.ascontiguousarray(Kr[:, rows]), y, p=-1.0, upper=C, y_sum=0.0)
+    res = solve_qp(Kr if len(rows) == n else np.ascontiguousarray(Kr[:, rows]), y, p=-1.0, upper=C, y_sum=0.0)
     return (res.alpha * y) @ Kr + res.bias
 
 
