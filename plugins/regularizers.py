@@ -92,7 +92,19 @@ class Uniform(Regularizer):
         return self.initial(len(v))
 
 
-class Simplex(Regularizer):
+class _OnTheSimplex(Regularizer):
+    """The unit simplex as domain (with or without a penalty): its projection and its boundary ``sum mu = 1``."""
+
+    domain = "simplex"
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        return project_simplex(v)
+
+    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
+        return v / v.sum()
+
+
+class Simplex(_OnTheSimplex):
     """The simplex ``{mu >= 0, sum mu = 1}``: L1-MKL ("hard margin" MKL).
 
     The weight step is ``mu_m = ||f_m|| / sum ||f||`` (Rakotomamonjy et al. 2008; Kloft et al. 2011 with
@@ -100,7 +112,6 @@ class Simplex(Regularizer):
     """
 
     name = "simplex"
-    domain = "simplex"
 
     def check(self, n_kernels: int) -> None:
         _need_kernels(n_kernels)
@@ -117,12 +128,6 @@ class Simplex(Regularizer):
         if total <= 0.0:
             return np.full(len(mu), 1.0 / len(mu))
         return norms / total
-
-    def project(self, v: np.ndarray) -> np.ndarray:
-        return project_simplex(v)
-
-    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
-        return v / v.sum()
 
 
 # --------------------------------------------------------------------------------------------------
@@ -196,7 +201,7 @@ class BoxSimplex(Regularizer):
 
 
 # --------------------------------------------------------------------------------------------------
-class SimplexPower(Regularizer):
+class SimplexPower(_OnTheSimplex):
     """The simplex with a power penalty ``kappa sum_m mu_m^p``: the p/(p-1)-hinge soft margin MKL.
 
     The thesis generalizes the square hinge of SM2MKL to the loss ``(theta/2) zeta^{p/(p-1)}`` of the kernel
@@ -217,7 +222,6 @@ class SimplexPower(Regularizer):
     """
 
     name = "simplex_power"
-    domain = "simplex"
 
     def __init__(self, theta: float = 1.0, p: float = 2.0) -> None:
         self.theta = theta
@@ -323,11 +327,6 @@ class SimplexPower(Regularizer):
         nu = weights(lam)
         return nu / nu.sum()
 
-    def project(self, v: np.ndarray) -> np.ndarray:
-        return project_simplex(v)
-
-    def onto_boundary(self, v: np.ndarray) -> np.ndarray:
-        return v / v.sum()
 
 
 class SimplexL2(SimplexPower):
