@@ -40,7 +40,6 @@ from threadpoolctl import threadpool_limits
 
 from multikernel import create
 from multikernel.ranking import solve_mlr
-from multikernel.ranking.estimator import _StackColumns
 from multikernel.stack.kernelset import KernelSet
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -98,7 +97,7 @@ def run_lazy(n: int, m: int, C: float, cache_mb: float) -> dict[str, float]:
     kset = KernelSet([create("kernel", "rbf")], backend="lazy")
     stack = kset.fit_stack(X)
     gamma = kset.builders[0].gamma_
-    columns = _StackColumns(stack, np.ones(1))
+    columns = stack.column_provider(np.ones(1))  # LazyColumns: blocks of rows from the features
     mlr_c, mlr_w, sol = _timed(lambda: solve_mlr(columns, np.where(Y, 1.0, -1.0), C, tol=1e-3,
                                                  cache_size=cache_mb))
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
