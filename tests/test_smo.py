@@ -378,6 +378,25 @@ def test_column_provider_with_tiny_cache_matches_dense():
     np.testing.assert_allclose(lazy.alpha, dense.alpha, atol=1e-10)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_stack_columns_of_an_array_and_of_a_list_agree(dtype):
+    """A 3-D array takes the stack's fused row combination, a list numpy's loop: the same columns."""
+    rng = np.random.default_rng(4)
+    A = rng.normal(size=(5, 30, 30))
+    Ks = np.einsum("mij,mkj->mik", A, A).astype(dtype)
+    w = np.array([0.5, 0.0, 1.5, 0.2, 0.0])
+    idx = np.array([3, 7, 7, 0, 29])
+    fused, looped = np.empty((5, 30)), np.empty((5, 30))
+    StackColumns(Ks, w).columns(idx, fused)
+    StackColumns(list(Ks), w).columns(idx, looped)
+    combined = np.tensordot(w, Ks.astype(np.float64), axes=1)
+    np.testing.assert_allclose(fused, combined[idx], rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(looped, combined[idx], rtol=1e-13, atol=1e-12)
+    np.testing.assert_allclose(StackColumns(Ks, w).diagonal(), np.diagonal(combined), rtol=1e-13)
+    with pytest.raises(ValueError, match="expected 5 weights"):
+        StackColumns(Ks, w[:4])
+
+
 def test_warm_start_same_optimum_fewer_iterations():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 5))

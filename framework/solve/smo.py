@@ -31,7 +31,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, minres
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel._ext import _smo
+from multikernel._ext import _smo, _stack
 from multikernel.core.interfaces import KernelColumns
 from multikernel.core.validation import check_positive_real
 
@@ -107,13 +107,21 @@ class StackColumns(KernelColumns):
         self.weights = np.asarray(weights, dtype=np.float64)
         if self.weights.shape != (len(kernels),):
             raise ValueError(f"expected {len(kernels)} weights, got shape {self.weights.shape}")
-        self._active = np.flatnonzero(self.weights)
+        self._active = np.flatnonzero(self.weights).astype(np.intp)
         self.n = int(kernels[0].shape[0])
+        # one 3-D C-ordered array (a DenseStack's data, or a memory map of one) goes through the stack's
+        # fused, threaded row combination, the one CombinedColumns uses; a list of kernels takes numpy's
+        self._fused = (isinstance(kernels, np.ndarray) and kernels.ndim == 3 and kernels.flags.c_contiguous
+                       and kernels.dtype in (np.float32, np.float64))
 
     def column(self, i: int, out: np.ndarray) -> None:
         self.columns([i], out[None])
 
     def columns(self, idx: np.ndarray, out: np.ndarray) -> None:
+        if self._fused and out.dtype == np.float64 and out.flags.c_contiguous:
+            _stack.combine_rows(self.kernels, self.weights, self._active, np.ascontiguousarray(idx, dtype=np.intp),
+                                out)
+            return
         out[...] = 0.0
         for m in self._active:
             # row i of a symmetric C-ordered kernel is its column i, and contiguous
