@@ -563,7 +563,8 @@ def _cubic_roots(rhs: np.ndarray, v: float, upper: np.ndarray) -> np.ndarray:
     x = upper.copy()
     for _ in range(100):
         x2 = x * x
-        step = (v * x2 + c2 * x2 * x - rhs) / (2.0 * v * x + 3.0 * c2 * x2)
+        # x = 0 only where rhs underflowed to 0 (a weight of ~1e-320 times a small t): that root is 0
+        step = np.divide(v * x2 + c2 * x2 * x - rhs, 2.0 * v * x + 3.0 * c2 * x2, out=np.zeros_like(x), where=x > 0)
         step = np.where(step > 0, step, 0.0)  # g(x) <= 0 (rounding at the root): stay
         x -= step
         if not np.any(step > 1e-15 * x):
