@@ -329,10 +329,41 @@ class ProjectedGradient(_LineSearchSolver):
         t = self._first_trial(it.mu, d) if evaluate.problem.regularizer.domain == "nonnegative" else 1.0
         found = self._armijo(evaluate, it, d, float(grad @ d), t=t)
         if isinstance(found, Stalled):
-            return found
+            return self._coordinate_step(evaluate, it) or found
         nxt = found[0]
         nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta, scale)
+        if it.objective - nxt.objective < self.CRAWL * (evaluate.loop.upper - evaluate.loop.lower):
+            return self._coordinate_step(evaluate, nxt) or nxt
         return nxt
+
+    #: A gradient step that lowers ``F`` by less than this fraction of the certified gap (absolute) crawls.
+    CRAWL = 1e-3
+
+    def _coordinate_step(self, evaluate: Evaluator, it: Iterate) -> Iterate | None:
+        """Where gradient steps stall or crawl while the gap is not the inner solves' doing, the block coordinate
+        update of ``bcd`` (the regularizer's ``closed_form_update``) from ``it``, if it lowers ``F``; else ``None``.
+
+        ``J`` has kinks where the SVM's solution is not unique (a nearly singular combination): there the
+        gradient of one ``alpha`` need not give a descent direction, the Armijo search backtracks to nothing and
+        the solve stopped far from the optimum (SGMKL on australian, C = 0.1: certified gap 0.26 for a
+        tolerance of 1e-2, after the inner tolerance was cut to its floor).  The closed-form update minimises
+        the variational upper bound of ``F`` at the current classifier, so it lowers ``F`` wherever the weights
+        are not optimal, with no line search; the gradient steps then go on from its point.
+        """
+        reg = evaluate.problem.regularizer
+        if Capability.CLOSED_FORM not in offered_by(reg) or it.q is None or evaluate.loop.inner_limited:
+            return None
+        base = it
+        if np.any(it.mu <= 0):
+            # the update never moves a zero weight, and the kinks are where zero weights would grow: start it
+            # from the weights with 0.1 % of the initial point mixed in, as bcd does with a warm start
+            init = np.asarray(reg.initial(len(it.mu)), dtype=np.float64)
+            base = evaluate(0.999 * it.mu + 0.001 * init, it.sol.alpha)
+        new = reg.closed_form_update(base.mu, base.q)
+        if new is None or np.array_equal(new, base.mu):
+            return None
+        trial = evaluate(np.asarray(new, dtype=np.float64), base.sol.alpha)
+        return trial if trial.objective < it.objective else None
 
     def _first_trial(self, mu: np.ndarray, d: np.ndarray) -> float:
         """The first ``t`` of a line search on ``mu >= 0``: 1, or less where ``mu + d`` would leave every
