@@ -57,12 +57,31 @@ def drawn_problems(n_draws: int, seed: int = 12345) -> list[Any]:
     return problems
 
 
+#: The C grid of ``--walk``: the decades the property tests draw C from.
+WALK = 10.0 ** np.arange(-2, 5)
+
+
+def _walk(preset: str, p: Any) -> tuple[Any, list[str], float]:
+    """``preset`` along :data:`WALK`, warm-started: the first fit that fails (or the last), its warnings and
+    its C (``p.C`` is not used; with ``--reference`` the last fit is compared)."""
+    warm = None
+    for C in map(float, WALK):
+        res, caught = solve_preset(preset, p.Ks, p.y, C, warm_start=warm)
+        if not res.converged or caught:
+            return res, [f"C = {C:g}: {c}" for c in caught] or [f"C = {C:g}: not converged"], C
+        warm = res
+    return res, [], C
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("--presets", default=",".join(MKL_PRESETS))
     ap.add_argument("--reference", action="store_true", help="compare objectives with cvxpy + Clarabel")
+    ap.add_argument("--walk", action="store_true",
+                    help="solve each problem along C = 1e-2 ... 1e4, each fit warm-started from the previous one "
+                         "(the experiments' grid walks); a failure is any fit of the walk")
     args = ap.parse_args()
     problems = drawn_problems(args.draws, args.seed)
     print(f"{len(problems)} problems drawn (seed {args.seed}); {platform.machine()}, {os.cpu_count()} cores, "
@@ -74,17 +93,22 @@ def main() -> int:
     for preset in args.presets.split(","):
         its, failures, start = [], 0, time.perf_counter()
         for p in problems:
-            res, caught = solve_preset(preset, p.Ks, p.y, p.C)
+            C = p.C
+            if args.walk:
+                res, caught, C = _walk(preset, p)
+            else:
+                res, caught = solve_preset(preset, p.Ks, p.y, C)
             its.append(res.n_iter)
             bad = not res.converged or bool(caught)
             if not bad and args.reference:
                 method = registry.get("method", preset)
                 reg = registry.create("regularizer", method.regularizer, **method.regularizer_params)
-                value = reference(p.Ks, p.y, reg, p.C, certify=2.5e-4).value
+                value = reference(p.Ks, p.y, reg, C, certify=2.5e-4).value
                 bad = abs(res.objective - value) > 1e-3 * max(abs(value), 1.0)
             if bad:
                 failures += 1
-                print(f"  FAIL {preset}: {p.call}: {res.n_iter} iterations, gap {res.dual_gap:.2e}, {caught}",
+                where = f"{p.call} walked to C = {C:g}" if args.walk else p.call
+                print(f"  FAIL {preset}: {where}: {res.n_iter} iterations, gap {res.dual_gap:.2e}, {caught}",
                       file=sys.stderr)
         its_a = np.array(its)
         total_failures += failures
