@@ -8,6 +8,10 @@ gives a ConvergenceWarning; each is printed with its ``make_problem(...)`` call,
 regression test.  With ``--reference`` every converged objective is also compared with cvxpy + Clarabel
 (relative difference at most the tolerance).  Session 9's sweep found four solver defects this way.
 
+With ``--walk`` each problem is solved along C = 1e-2 ... 1e4 and with ``--walk-param`` along the preset's own
+parameter (the soft margin protocol's grids), each fit warm-started from the previous one; ``--solver`` replaces the
+presets' solver.
+
 Run from the repository root (needs ``tests/`` and hypothesis)::
 
     OMP_NUM_THREADS=1 python benchmarks/sweep_presets.py --draws 200 [--presets lpmkl,mkl_gl] [--reference]
@@ -16,6 +20,7 @@ Run from the repository root (needs ``tests/`` and hypothesis)::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import sys
@@ -61,12 +66,37 @@ def drawn_problems(n_draws: int, seed: int = 12345) -> list[Any]:
 WALK = 10.0 ** np.arange(-2, 5)
 
 
-def _walk(preset: str, p: Any) -> tuple[Any, list[str], float]:
+#: ``--walk-param``: the regularizer and the values of its parameter (the soft margin protocol's grids).
+PARAM_WALKS = {
+    "sgmkl": ("elastic_net", "v", [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]),
+    "sm1mkl": ("box_simplex", "nu", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]),
+    "sm2mkl": ("simplex_l2", "theta", [1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4, 1e5]),
+    "lpmkl": ("lp_ball", "p", [32 / 31, 16 / 15, 8 / 7, 4 / 3, 2.0, 3.0]),
+}
+
+
+def _walk_param(preset: str, p: Any, extra: dict[str, Any]) -> tuple[Any, list[str], float]:
+    """``preset`` at ``p.C`` along its parameter (:data:`PARAM_WALKS`), warm-started: as :func:`_walk`."""
+    name, param, values = PARAM_WALKS[preset]
+    registry, warm = get_registry(), None
+    M = len(p.Ks)
+    for value in values:
+        if param == "nu":
+            value = max(value, 1.0 / M)
+        reg = registry.create("regularizer", name, **{param: value})
+        res, caught = solve_preset(preset, p.Ks, p.y, p.C, warm_start=warm, regularizer=reg, **extra)
+        if not res.converged or caught:
+            return res, [f"{param} = {value:g}: {c}" for c in caught] or [f"{param} = {value:g}: not converged"], p.C
+        warm = res
+    return res, [], p.C
+
+
+def _walk(preset: str, p: Any, extra: dict[str, Any]) -> tuple[Any, list[str], float]:
     """``preset`` along :data:`WALK`, warm-started: the first fit that fails (or the last), its warnings and
     its C (``p.C`` is not used; with ``--reference`` the last fit is compared)."""
     warm = None
     for C in map(float, WALK):
-        res, caught = solve_preset(preset, p.Ks, p.y, C, warm_start=warm)
+        res, caught = solve_preset(preset, p.Ks, p.y, C, warm_start=warm, **extra)
         if not res.converged or caught:
             return res, [f"C = {C:g}: {c}" for c in caught] or [f"C = {C:g}: not converged"], C
         warm = res
@@ -79,10 +109,18 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=12345)
     ap.add_argument("--presets", default=",".join(MKL_PRESETS))
     ap.add_argument("--reference", action="store_true", help="compare objectives with cvxpy + Clarabel")
+    ap.add_argument("--walk-param", action="store_true",
+                    help="solve each problem (at its C) along the preset's own parameter (v, nu, theta, p; the "
+                         "grids of the soft margin protocol), each fit warm-started from the previous one; presets "
+                         "without one are skipped")
+    ap.add_argument("--solver", default=None, help="a registered solver instead of each preset's (JSON parameters "
+                                                   "after a colon: projected_gradient:{\"level_after\": 20})")
     ap.add_argument("--walk", action="store_true",
                     help="solve each problem along C = 1e-2 ... 1e4, each fit warm-started from the previous one "
                          "(the experiments' grid walks); a failure is any fit of the walk")
     args = ap.parse_args()
+    if args.reference and args.walk_param:
+        ap.error("--reference compares the presets' default problems: not with --walk-param")
     problems = drawn_problems(args.draws, args.seed)
     print(f"{len(problems)} problems drawn (seed {args.seed}); {platform.machine()}, {os.cpu_count()} cores, "
           f"load {os.getloadavg()[0]:.1f}")
@@ -90,14 +128,22 @@ def main() -> int:
     print("| preset | failures | iterations median / mean / max | time (s) |")
     print("|---|---|---|---|")
     total_failures = 0
+    extra: dict[str, Any] = {}
+    if args.solver:
+        name, _, params = args.solver.partition(":")
+        extra["solver"] = registry.create("solver", name, **(json.loads(params) if params else {}))
     for preset in args.presets.split(","):
+        if args.walk_param and preset not in PARAM_WALKS:
+            continue
         its, failures, start = [], 0, time.perf_counter()
         for p in problems:
             C = p.C
-            if args.walk:
-                res, caught, C = _walk(preset, p)
+            if args.walk_param:
+                res, caught, C = _walk_param(preset, p, extra)
+            elif args.walk:
+                res, caught, C = _walk(preset, p, extra)
             else:
-                res, caught = solve_preset(preset, p.Ks, p.y, C)
+                res, caught = solve_preset(preset, p.Ks, p.y, C, **extra)
             its.append(res.n_iter)
             bad = not res.converged or bool(caught)
             if not bad and args.reference:
@@ -107,7 +153,7 @@ def main() -> int:
                 bad = abs(res.objective - value) > 1e-3 * max(abs(value), 1.0)
             if bad:
                 failures += 1
-                where = f"{p.call} walked to C = {C:g}" if args.walk else p.call
+                where = f"{p.call} walked to C = {C:g}" if args.walk or args.walk_param else p.call
                 print(f"  FAIL {preset}: {where}: {res.n_iter} iterations, gap {res.dual_gap:.2e}, {caught}",
                       file=sys.stderr)
         its_a = np.array(its)
