@@ -8,6 +8,7 @@ import math
 import cvxpy as cp
 import numpy as np
 import pytest
+from _iokl_testing import iokl_reference as _reference
 
 from multikernel import DenseStack, MKLProblem, create
 from multikernel.iokl import IOStack, SimplexRidge
@@ -30,23 +31,6 @@ def _solve(Ks, index, sign, C, theta, solver="bcd", offset=0.0, tol=1e-6):
     problem = MKLProblem(stack=stack, y=None, loss=None, inner=SimplexRidge(C), regularizer=reg, tol=tol,
                          max_iter=3000, inner_tol=1e-6)
     return create("solver", solver).solve(problem), stack
-
-
-def _reference(kernels_io: list[list[np.ndarray]], C: np.ndarray, theta: float | None) -> float:
-    """(4.4) / (4.8) written directly: max -sum a^2/(2C) - gamma - theta sum_t (||lambda_t|| - gamma)^+."""
-    T, M, n = len(kernels_io), len(kernels_io[0]), len(C)
-    a, lam, gamma = cp.Variable(n), cp.Variable((T, M)), cp.Variable()
-    cons = [a >= 0, cp.sum(a) == 1]
-    cons += [0.5 * cp.quad_form(a, cp.psd_wrap(kernels_io[t][m])) <= lam[t, m] for t in range(T) for m in range(M)]
-    norms = cp.hstack([cp.norm(lam[t], 2) for t in range(T)])
-    obj = -cp.sum(cp.multiply(1.0 / (2 * C), cp.square(a))) - gamma
-    if theta is None:
-        cons.append(norms <= gamma)
-    else:
-        obj = obj - min(theta, 1.0) * cp.sum(cp.pos(norms - gamma))
-    prob = cp.Problem(cp.Maximize(obj), cons)
-    prob.solve(solver=cp.CLARABEL)
-    return float(prob.value)
 
 
 @pytest.mark.parametrize(("theta", "solver"), [(None, "bcd"), (None, "projected_gradient"), (0.5, "bcd"),
