@@ -18,7 +18,7 @@ from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import MKLProblem, Solver
 from multikernel.plugins.solvers import _polyhedral_cap
-from multikernel.solve.outer import INNER_TOL_FLOOR, Evaluator, Iterate, OuterSolver, Stalled
+from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
 __all__ = ["MirrorDescent", "entropic_prox"]
 
@@ -173,7 +173,7 @@ class MirrorDescent(OuterSolver):
                 nxt = evaluate.certify(c)
                 nxt.memo = 2.0 * eta
                 return nxt
-            if -slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > INNER_TOL_FLOOR:
+            if -slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > evaluate.loop.inner_tol_floor:
                 return Stalled("the possible decrease of the mirror step is below the inner solves' precision")
             eta *= 0.5
         return Stalled("the mirror step cannot decrease the objective any more")

@@ -25,7 +25,7 @@ from multikernel.core.capabilities import Capability, offered_by
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
 from multikernel.plugins._master_lp import MasterLP
-from multikernel.solve.outer import INNER_TOL_FLOOR, Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
+from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
@@ -261,7 +261,7 @@ class _LineSearchSolver(OuterSolver):
             c = evaluate(cand, it.sol.alpha, with_q=False)
             if c.objective < it.objective and c.objective <= it.objective + self.sigma * t * slope:
                 return evaluate.certify(c), t
-            if -t * slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > INNER_TOL_FLOOR:
+            if -t * slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > evaluate.loop.inner_tol_floor:
                 return Stalled("the possible decrease along the search direction is below the inner "
                                "solves' precision")
             curvature = c.objective - it.objective - t * slope

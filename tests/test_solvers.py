@@ -33,7 +33,14 @@ from multikernel.plugins.solvers import (
     ReducedGradient,
     _spectral_step,
 )
-from multikernel.solve.outer import INNER_TOL_FLOOR, Iterate, OuterLoop, Stalled
+from multikernel.solve.outer import (
+    FLOAT32_INNER_TOL_FLOOR,
+    INNER_TOL_FLOOR,
+    Iterate,
+    OuterLoop,
+    Stalled,
+    inner_tol_floor,
+)
 from multikernel.stack.storage import DenseStack
 
 SOLVERS = [BlockCoordinateDescent(), ProjectedGradient(), ReducedGradient(), LevelMethod()]
@@ -397,3 +404,23 @@ def test_a_stall_re_solves_at_a_tighter_inner_tolerance_before_giving_up():
     assert res.converged and res.dual_gap <= 1e-3
     tols = [t for _, t in loss.calls]
     assert tols[0] == 1e-3 and tols[-1] < 1e-3 and not math.isinf(res.lower_bound)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_inner_tolerance_stops_tightening_at_the_stacks_precision(dtype):
+    """A float32 stack is its float64 kernels rounded by up to 2^-24 relative: rank-deficient combinations are
+    indefinite by about that much, and the SMO at a KKT tolerance of 1e-9 cycled there (10^7 iterations, 11 s, in
+    one solve of the soft margin protocol).  An outer tolerance no inner precision can meet tightens the inner
+    tolerance down to 1e-8 on float32 kernels, 1e-9 on float64 ones, and the warning says what gap that resolves."""
+    Ks, y = random_problem(3, n=30, M=4)
+    Ks = np.concatenate([Ks, Ks[:1] + Ks[1:2]])  # a linearly dependent kernel
+    loss = CountingLoss(C=10.0)
+    stack = DenseStack(Ks.astype(dtype))
+    problem = MKLProblem(stack=stack, y=y, loss=loss, regularizer=Simplex(), tol=1e-14, max_iter=60)
+    with pytest.warns(ConvergenceWarning) as record:
+        ProjectedGradient().solve(problem)
+    floor = FLOAT32_INNER_TOL_FLOOR if dtype == np.float32 else INNER_TOL_FLOOR
+    assert inner_tol_floor(stack) == floor
+    assert min(t for _, t in loss.calls) == pytest.approx(floor)
+    resolvable = 10 * floor  # the gap inner solves at the floor resolve: 1e-8 in float64, 1e-7 in float32
+    assert any(f"a certified gap below {resolvable:g} is beyond" in str(w.message) for w in record), record

@@ -27,13 +27,29 @@ from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
-           "certified_lower_bound", "INNER_TOL_FLOOR", "RESOLVABLE_GAP"]
+           "certified_lower_bound", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP", "inner_tol_floor"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.
 INNER_TOL_FLOOR = 1e-9
 #: About the smallest relative gap the certificates resolve: inner solves at INNER_TOL_FLOOR leave relative
 #: errors of 1e-9 to 1e-8 in the bounds, so a solver that stalls below it needs a larger tol, not a change.
 RESOLVABLE_GAP = 1e-8
+#: The finest inner tolerance on a float32 stack.  Its kernels are float64 ones rounded by up to 2^-24 relative, so a
+#: combination of rank-deficient kernels is indefinite by about that much (australian in the soft margin protocol:
+#: eigenvalues down to -5.5e-7 beside a largest of 195), and the SMO cycled on that face at a KKT tolerance of 1e-9:
+#: one solve ran into the 10^7-iteration limit (11 s) that converges at 1e-8 in 1.6 s.  (A floor of 1e-7 made
+#: heart's grid 25 % slower: the line searches then compare values at too coarse a precision.)
+FLOAT32_INNER_TOL_FLOOR = 1e-8
+
+
+def inner_tol_floor(stack: Any) -> float:
+    """The finest inner tolerance worth asking for on ``stack``: :data:`FLOAT32_INNER_TOL_FLOOR` for float32
+    kernels, :data:`INNER_TOL_FLOOR` otherwise (also where the stack does not say its precision)."""
+    try:
+        single = np.dtype(stack.dtype) == np.float32
+    except (AttributeError, NotImplementedError, TypeError):
+        single = False
+    return FLOAT32_INNER_TOL_FLOOR if single else INNER_TOL_FLOOR
 
 
 def certified_lower_bound(problem: MKLProblem, alpha: np.ndarray, q: np.ndarray) -> float:
@@ -89,6 +105,7 @@ class OuterLoop:
         self._previous_objective: float | None = None
         self.n_iter = 0
         self.inner_tol = problem.inner_tol
+        self.inner_tol_floor = inner_tol_floor(problem.stack)
 
     def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray | None) -> tuple[float, float]:
         """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
@@ -154,10 +171,10 @@ class OuterLoop:
             self.tighten_inner_tol()
 
     def tighten_inner_tol(self) -> bool:
-        """Divide the inner tolerance by 10, down to :data:`INNER_TOL_FLOOR`; False if already there."""
-        if self.inner_tol <= INNER_TOL_FLOOR:
+        """Divide the inner tolerance by 10, down to :attr:`inner_tol_floor`; False if already there."""
+        if self.inner_tol <= self.inner_tol_floor:
             return False
-        self.inner_tol = max(self.inner_tol * 0.1, INNER_TOL_FLOOR)
+        self.inner_tol = max(self.inner_tol * 0.1, self.inner_tol_floor)
         return True
 
     @property
@@ -190,14 +207,15 @@ class OuterLoop:
         """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
         inner = self.inner_gap
         if self.inner_limited:
-            if self.inner_tol > INNER_TOL_FLOOR:
+            if self.inner_tol > self.inner_tol_floor:
                 return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "
                         f"helps (it was {self.inner_tol:g} at the end)")
             return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol even at the finest inner "
-                    f"tolerance ({INNER_TOL_FLOOR:g}): increase tol")
+                    f"tolerance ({self.inner_tol_floor:g}): increase tol")
         other = f"another outer solver than {solver!r}" if solver else "another outer solver"
-        if stalled and self.gap <= RESOLVABLE_GAP:
-            return (f"a certified gap below {RESOLVABLE_GAP:g} is beyond what inner solves at the finest "
+        resolvable = RESOLVABLE_GAP * self.inner_tol_floor / INNER_TOL_FLOOR
+        if stalled and self.gap <= resolvable:
+            return (f"a certified gap below {resolvable:g} is beyond what inner solves at the finest "
                     f"tolerance resolve: increase tol")
         if stalled:
             return (f"neither more iterations nor a smaller inner_tol will help here: {other} may get further "
