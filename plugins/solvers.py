@@ -25,7 +25,7 @@ from multikernel.core.capabilities import Capability, offered_by
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
 from multikernel.plugins._master_lp import MasterLP
-from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
+from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled, revived
 
 __all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
 
@@ -195,6 +195,13 @@ class _LineSearchSolver(OuterSolver):
     #: A gradient step that lowers ``F`` by less than this fraction of the certified gap (absolute) crawls.
     CRAWL = 1e-3
 
+    def _unless_crawling(self, evaluate: Evaluator, it: Iterate, nxt: Iterate) -> Iterate:
+        """``nxt``, or the closed-form step from it when the step from ``it`` lowered ``F`` by less than
+        :attr:`CRAWL` of the certified gap (:meth:`_coordinate_step`)."""
+        if it.objective - nxt.objective < self.CRAWL * (evaluate.loop.upper - evaluate.loop.lower):
+            return self._coordinate_step(evaluate, nxt) or nxt
+        return nxt
+
     def _coordinate_step(self, evaluate: Evaluator, it: Iterate) -> Iterate | None:
         """Where gradient steps stall or crawl while the gap is not the inner solves' doing, the block coordinate
         update of ``bcd`` (the regularizer's ``closed_form_update``) from ``it``, if it lowers ``F``; else ``None``.
@@ -216,11 +223,11 @@ class _LineSearchSolver(OuterSolver):
             if trial is not None or np.all(it.mu > 1e-9 * init):
                 return trial
         # The update never moves a zero weight, and the kinks are where zero (or vanishing) weights would grow:
-        # start it from the weights with 0.1 % of the initial point mixed in, as bcd does with a warm start.  The
+        # start it from the revived weights, as bcd does with a warm start.  The
         # inner solution there also breaks the tie among the optimal alphas at the kink the way the nearby
         # weights do, so its bound can certify the current weights when they are optimal (GMKL with one kernel
         # at mu = 1e-16: certified gap 0.1 from the SMO's arbitrary alpha, 0 from this one).
-        return self._closed_form_trial(evaluate, evaluate(0.999 * it.mu + 0.001 * init, it.sol.alpha), it)
+        return self._closed_form_trial(evaluate, evaluate(revived(it.mu, init), it.sol.alpha), it)
 
     @staticmethod
     def _closed_form_trial(evaluate: Evaluator, base: Iterate, it: Iterate) -> Iterate | None:
@@ -377,9 +384,7 @@ class ProjectedGradient(_LineSearchSolver):
             return self._coordinate_step(evaluate, it) or found
         nxt = found[0]
         nxt.memo = _spectral_step(nxt.mu - it.mu, evaluate.gradient(nxt) - grad, eta, scale)
-        if it.objective - nxt.objective < self.CRAWL * (evaluate.loop.upper - evaluate.loop.lower):
-            return self._coordinate_step(evaluate, nxt) or nxt
-        return nxt
+        return self._unless_crawling(evaluate, it, nxt)
 
     def _first_trial(self, mu: np.ndarray, d: np.ndarray) -> float:
         """The first ``t`` of a line search on ``mu >= 0``: 1, or less where ``mu + d`` would leave every
@@ -599,9 +604,7 @@ class ReducedGradient(_LineSearchSolver):
         # The conjugate recurrence continues only along an unbroken line search from ``it`` (a maximal step
         # changes the reduced space anyway).
         nxt.memo = None if improved else memo
-        if it.objective - nxt.objective < self.CRAWL * (evaluate.loop.upper - evaluate.loop.lower):
-            return self._coordinate_step(evaluate, nxt) or nxt
-        return nxt
+        return self._unless_crawling(evaluate, it, nxt)
 
     def _line_minimum(self, evaluate: Evaluator, start: Iterate, D: np.ndarray, found: tuple[Iterate, float],
                       end: tuple[float, float]) -> Iterate:

@@ -27,7 +27,8 @@ from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
-           "certified_lower_bound", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP", "inner_tol_floor"]
+           "certified_lower_bound", "revived", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP",
+           "inner_tol_floor"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.
 INNER_TOL_FLOOR = 1e-9
@@ -385,6 +386,13 @@ class Evaluator:
         return -0.5 * it.q + self.problem.regularizer.penalty_gradient(it.mu)
 
 
+def revived(mu: np.ndarray, initial: np.ndarray) -> np.ndarray:
+    """``mu`` with 0.1 % of the regularizer's ``initial`` point mixed in: every weight positive, still in the
+    domain (a convex combination of two feasible points), and close to ``mu``.  Multiplicative and closed-form
+    updates never move a zero weight; this lets them."""
+    return 0.999 * mu + 0.001 * initial
+
+
 def start_point(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, np.ndarray | None]:
     """The starting weights and alpha: the warm start made feasible for this regularizer, or ``initial``.
 
@@ -405,7 +413,7 @@ def start_point(problem: MKLProblem, revive: bool = False) -> tuple[np.ndarray, 
     except NotImplementedError:
         mu = init  # the warm weights may lie outside this domain and cannot be brought back into it
     if revive and np.any(mu <= 0):
-        mu = 0.999 * mu + 0.001 * init
+        mu = revived(mu, init)
     alpha = warm.alpha if np.shape(warm.alpha) == problem.block_shape else None
     return mu, alpha
 
