@@ -75,32 +75,32 @@ PARAM_WALKS = {
 }
 
 
-def _walk_param(preset: str, p: Any, extra: dict[str, Any]) -> tuple[Any, list[str], float]:
-    """``preset`` at ``p.C`` along its parameter (:data:`PARAM_WALKS`), warm-started: as :func:`_walk`."""
-    name, param, values = PARAM_WALKS[preset]
-    registry, warm = get_registry(), None
-    M = len(p.Ks)
-    for value in values:
-        if param == "nu":
-            value = max(value, 1.0 / M)
-        reg = registry.create("regularizer", name, **{param: value})
-        res, caught = solve_preset(preset, p.Ks, p.y, p.C, warm_start=warm, regularizer=reg, **extra)
-        if not res.converged or caught:
-            return res, [f"{param} = {value:g}: {c}" for c in caught] or [f"{param} = {value:g}: not converged"], p.C
-        warm = res
-    return res, [], p.C
-
-
-def _walk(preset: str, p: Any, extra: dict[str, Any]) -> tuple[Any, list[str], float]:
-    """``preset`` along :data:`WALK`, warm-started: the first fit that fails (or the last), its warnings and
-    its C (``p.C`` is not used; with ``--reference`` the last fit is compared)."""
+def _walk(preset: str, p: Any, steps: list[tuple[str, float, dict[str, Any]]], extra: dict[str, Any]
+          ) -> tuple[Any, list[str], float]:
+    """``preset`` along ``steps`` (label, C, part overrides), each fit warm-started from the previous one: the
+    first fit that fails (or the last), its warnings prefixed by its label, and its C."""
     warm = None
-    for C in map(float, WALK):
-        res, caught = solve_preset(preset, p.Ks, p.y, C, warm_start=warm, **extra)
+    for label, C, parts in steps:
+        res, caught = solve_preset(preset, p.Ks, p.y, C, warm_start=warm, **parts, **extra)
         if not res.converged or caught:
-            return res, [f"C = {C:g}: {c}" for c in caught] or [f"C = {C:g}: not converged"], C
+            return res, [f"{label}: {c}" for c in caught] or [f"{label}: not converged"], C
         warm = res
     return res, [], C
+
+
+def _c_steps(p: Any) -> list[tuple[str, float, dict[str, Any]]]:
+    """``--walk``: C along :data:`WALK` (``p.C`` is not used; with ``--reference`` the last fit is compared)."""
+    return [(f"C = {C:g}", C, {}) for C in map(float, WALK)]
+
+
+def _param_steps(preset: str, p: Any) -> list[tuple[str, float, dict[str, Any]]]:
+    """``--walk-param``: ``preset``'s parameter along :data:`PARAM_WALKS` at ``p.C``."""
+    name, param, values = PARAM_WALKS[preset]
+    if param == "nu":
+        values = [max(v, 1.0 / len(p.Ks)) for v in values]
+    registry = get_registry()
+    return [(f"{param} = {v:g}", p.C, {"regularizer": registry.create("regularizer", name, **{param: v})})
+            for v in values]
 
 
 def main() -> int:
@@ -139,9 +139,9 @@ def main() -> int:
         for p in problems:
             C = p.C
             if args.walk_param:
-                res, caught, C = _walk_param(preset, p, extra)
+                res, caught, C = _walk(preset, p, _param_steps(preset, p), extra)
             elif args.walk:
-                res, caught, C = _walk(preset, p, extra)
+                res, caught, C = _walk(preset, p, _c_steps(p), extra)
             else:
                 res, caught = solve_preset(preset, p.Ks, p.y, C, **extra)
             its.append(res.n_iter)
