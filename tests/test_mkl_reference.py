@@ -125,6 +125,18 @@ def test_walks_that_stalled_on_a_kink(method):
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 
+def test_silp_walk_to_large_C_on_an_unnormalized_kernel():
+    """A walk the property test above drew after a hypothesis upgrade: at C = 1e4 the optimum puts all weight on a
+    kernel scaled by 1e3 (objective 4.5e-3); the SMO's margin errors at its KKT tolerance, times C, gave an inner
+    primal-dual gap of 1.05e-3 even at the old floor of the inner tolerance (1e-9), above tol; the floor is now
+    1e-11 (gap 8.9e-5)."""
+    p = make_problem(n=8, positives=1, kinds=["linear", "linear", "linear", "poly", "rbf", "rbf"], copies=[],
+                     log10_scales=[0.0, 0.0, 0.0, 0.0, 0.0, 3.0], order=[0, 1, 2, 3, 4, 5], C=1.0, seed=0)
+    res = _walk("mkl_silp", p.Ks, p.y, WALK)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
 @pytest.mark.xfail(strict=True, reason="known: bcd's multiplicative update grows a weight near 0 by a bounded factor "
                    "per iteration, so a warm start where a kernel must go from ~0 to 0.3 takes hundreds of iterations "
                    "(cold: 110); for L1-MKL use level or silp (docs/solvers/choosing.md)")
