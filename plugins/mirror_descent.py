@@ -17,15 +17,21 @@ import numpy as np
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import MKLProblem, Solver
-from multikernel.plugins.solvers import _polyhedral_cap
+from multikernel.plugins.solvers import _ClosedFormFallback, _polyhedral_cap
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
 __all__ = ["MirrorDescent", "entropic_prox"]
 
 STEP_RULES = ("armijo", "diminishing", "fixed")
+#: The smallest positive weight of the solver's entropic steps, relative to the largest: 1e-12.  A multiplicative
+#: step grows a weight by a bounded factor, so a weight driven to 1e-49 on the way (the floor was exp(-700)) took
+#: 150 more iterations to regain the 4e-3 the optimum gives it, and the certificate waited for it (australian
+#: subsets, warm-started C grid: max_iter 500 at a certified gap of 0.036 for tol 1e-3).  The floor's mass, at most
+#: M * 1e-12, moves F by far less than any tolerance.
+FLOOR = 1e-12
 
 
-def entropic_prox(mu: np.ndarray, grad: np.ndarray, eta: float, cap: float = 1.0) -> np.ndarray:
+def entropic_prox(mu: np.ndarray, grad: np.ndarray, eta: float, cap: float = 1.0, floor: float = 0.0) -> np.ndarray:
     """``argmin_{x in D} eta grad'x + KL(x || mu)`` over ``D = {sum x = 1, 0 <= x <= cap}``.
 
     The unconstrained minimiser over ``sum x = 1`` is ``w ∝ mu exp(-eta grad)`` (computed in log space, so
@@ -33,7 +39,8 @@ def entropic_prox(mu: np.ndarray, grad: np.ndarray, eta: float, cap: float = 1.0
     projection give ``x_m = min(cap, c w_m)`` with one scalar ``c``: the largest ``w`` are capped, and ``c``
     spreads the remaining mass over the others in proportion to ``w``.  Sorting ``w`` finds the number of capped
     weights, the smallest ``k`` with ``(1 - k cap) w_(k+1) / sum_{j>k} w_(j) <= cap``.  Zero weights stay zero
-    (the prox is multiplicative); positive weights stay positive (at least ``exp(-700)`` before the cap).
+    (the prox is multiplicative); positive weights stay positive, at least ``floor`` times the largest before the
+    cap (``floor = 0``: ``exp(-700)``, the smallest that ``exp`` does not round to 0; the exact prox above it).
 
     Raises
     ------
@@ -44,12 +51,11 @@ def entropic_prox(mu: np.ndarray, grad: np.ndarray, eta: float, cap: float = 1.0
     logw = np.full(len(mu), -np.inf)
     logw[pos] = np.log(mu[pos]) - eta * np.asarray(grad, dtype=np.float64)[pos]
     top = float(np.max(logw))
-    # The largest is 1 and zero weights stay 0.  A positive weight is kept above exp(-700), the smallest that
-    # exp does not round to 0: once exactly zero, no multiplicative step could bring it back, and a long step
-    # on a flat objective (the backtracking doubles its step after each success) would otherwise zero kernels
-    # that the cap needs.
+    # The largest is 1 and zero weights stay 0.  A positive weight is kept above the floor: once exactly zero
+    # (or vanishing), no multiplicative step could bring it back, and a long step on a flat objective (the
+    # backtracking doubles its step after each success) would otherwise zero kernels that the cap needs.
     w = np.zeros(len(mu))
-    w[pos] = np.exp(np.maximum(logw[pos] - top, -700.0))
+    w[pos] = np.exp(np.maximum(logw[pos] - top, math.log(floor) if floor > 0 else -700.0))
     if cap >= 1.0:
         return w / w.sum()
     n_pos = int(np.count_nonzero(w))
@@ -80,7 +86,7 @@ def _spread(grad: np.ndarray) -> float:
     return spread if spread > 0 else max(float(np.max(np.abs(grad))), 1e-300)
 
 
-class MirrorDescent(OuterSolver):
+class MirrorDescent(_ClosedFormFallback, OuterSolver):
     """Entropic mirror descent (exponentiated gradient) on the simplex and the box-simplex.
 
     Each step is the entropic prox of the gradient ``g = -q/2 + grad Omega`` (:func:`entropic_prox`) with step
@@ -146,7 +152,7 @@ class MirrorDescent(OuterSolver):
             if it.memo is None:
                 it.memo = self.eta / _spread(grad)  # the first gradient fixes the scale of the constant step
             eta = it.memo
-        new = entropic_prox(it.mu, grad, eta, cap)
+        new = entropic_prox(it.mu, grad, eta, cap, FLOOR)
         if np.max(np.abs(new - it.mu)) <= 1e-15:
             return Stalled("the mirror step vanished (stationary up to the inner precision)")
         nxt = evaluate(new, it.sol.alpha)
@@ -163,7 +169,7 @@ class MirrorDescent(OuterSolver):
         """
         eta = self.eta / _spread(grad) if it.memo is None else it.memo
         for _ in range(self.max_backtracks):
-            new = entropic_prox(it.mu, grad, eta, cap)
+            new = entropic_prox(it.mu, grad, eta, cap, FLOOR)
             d = new - it.mu
             if np.max(np.abs(d)) <= 1e-15:
                 return Stalled("the mirror step vanished (stationary up to the inner precision)")
@@ -172,11 +178,11 @@ class MirrorDescent(OuterSolver):
             if c.objective < it.objective and c.objective <= it.objective + slope + _kl(new, it.mu) / eta:
                 nxt = evaluate.certify(c)
                 nxt.memo = 2.0 * eta
-                return nxt
+                return self._unless_crawling(evaluate, it, nxt)
             if -slope <= it.inner_gap + c.inner_gap and evaluate.loop.inner_tol > evaluate.loop.inner_tol_floor:
                 return Stalled("the possible decrease of the mirror step is below the inner solves' precision")
             eta *= 0.5
-        return Stalled("the mirror step cannot decrease the objective any more")
+        return self._coordinate_step(evaluate, it) or Stalled("the mirror step cannot decrease the objective any more")
 
 
 @hookimpl

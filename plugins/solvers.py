@@ -181,16 +181,9 @@ class BlockCoordinateDescent(OuterSolver):
         return (evaluate.certify(trial) if evaluate.full(cand) else trial), trial.memo
 
 
-class _LineSearchSolver(OuterSolver):
-    """Shared parameters of the solvers that take Armijo line searches (``sigma``, ``max_backtracks``)."""
-
-    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
-        self.sigma = sigma
-        self.max_backtracks = max_backtracks
-
-    def check(self, problem: MKLProblem) -> None:
-        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
-            raise ValueError(f"{self.name} needs 0 < sigma < 1 and max_backtracks >= 1")
+class _ClosedFormFallback:
+    """The way out of kinks and crawls for the descent solvers (projected and reduced gradient, mirror descent):
+    the regularizer's closed-form step where a step stalls or lowers ``F`` by less than :attr:`CRAWL` of the gap."""
 
     #: A gradient step that lowers ``F`` by less than this fraction of the certified gap (absolute) crawls.
     CRAWL = 1e-3
@@ -243,6 +236,19 @@ class _LineSearchSolver(OuterSolver):
         # conjugate direction does not
         trial.memo = it.memo if isinstance(it.memo, float) else None
         return trial
+
+
+
+class _LineSearchSolver(_ClosedFormFallback, OuterSolver):
+    """Shared parameters of the solvers that take Armijo line searches (``sigma``, ``max_backtracks``)."""
+
+    def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
+        self.sigma = sigma
+        self.max_backtracks = max_backtracks
+
+    def check(self, problem: MKLProblem) -> None:
+        if not (0 < self.sigma < 1 and self.max_backtracks >= 1):
+            raise ValueError(f"{self.name} needs 0 < sigma < 1 and max_backtracks >= 1")
 
     def _armijo(self, evaluate: Evaluator, it: Iterate, d: np.ndarray, slope: float, t: float = 1.0,
                 finish: Callable[[np.ndarray], np.ndarray] | None = None) -> tuple[Iterate, float] | Stalled:
