@@ -79,7 +79,8 @@ def load(name: str):
 
 # Variants measured beside the registered solvers: a row name and the solver with its parameters.
 VARIANTS = {"silp_plain": ("silp", {"stabilize": False}),  # Sonnenburg's SILP without the smoothed queries
-            "bcd_extrapolated": ("bcd", {"extrapolate": True})}  # the mkl_gl and lpmkl presets' bcd
+            "bcd_extrapolated": ("bcd", {"extrapolate": True}),  # the lpmkl and sgmkl presets' bcd
+            "mkl_gl": ("bcd", {"extrapolate": True, "level_after": 50})}  # the mkl_gl preset's
 
 
 def run(solver_name: str, reg_name: str, reg_params: dict, train, cross, ytr, yte, args) -> dict | str:

@@ -82,8 +82,9 @@ METHODS += (
     ),
     Method(
         name="mkl_gl", summary="L1-MKL by the group-lasso alternation: SVM, then mu_m = ||f_m|| / sum ||f|| "
-                               "(block coordinate descent, extrapolated; lp_ball gives the l_p version).",
-        loss="csvc", regularizer="simplex", solver="bcd", solver_params={"extrapolate": True},
+                               "(block coordinate descent, extrapolated; level steps on its cuts once it crawls, "
+                               "or after 50 iterations; lp_ball gives the l_p version).",
+        loss="csvc", regularizer="simplex", solver="bcd", solver_params={"extrapolate": True, "level_after": 50},
         citation="Xu, Jin, Yang, King and Lyu, Simple and Efficient Multiple Kernel Learning by Group Lasso, "
                  "ICML 2010; " + _BUCAK + " (MKL-GL).",
     ),

@@ -98,7 +98,7 @@ def _walk(method: str, Ks: np.ndarray, y: np.ndarray, Cs: list[float]):
     return res
 
 
-@pytest.mark.parametrize("method", [m for m in PRESETS if m != "mkl_gl"])  # mkl_gl: see the xfail below
+@pytest.mark.parametrize("method", PRESETS)
 @scaled(2.0)
 @given(problem=mkl_problems())
 def test_every_preset_walks_a_grid_of_C_warm_started(method, problem):
@@ -137,13 +137,16 @@ def test_silp_walk_to_large_C_on_an_unnormalized_kernel():
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 
-@pytest.mark.xfail(strict=True, reason="known: bcd's multiplicative update grows a weight near 0 by a bounded factor "
-                   "per iteration, so a warm start where a kernel must go from ~0 to 0.3 takes hundreds of iterations "
-                   "(cold: 110); for L1-MKL use level or silp (docs/solvers/choosing.md)")
-def test_mkl_gl_walk_where_a_weight_must_grow_from_zero():
+def test_mkl_gl_walk_where_kernels_nearly_tie():
+    """A walk the sweep found: four linear kernels nearly tie at C = 100; the group-lasso update reached the optimal
+    value by iteration 61, but its own alpha certified only a gap of 3.9e-3, and F stayed constant until max_iter
+    (200; a strict xfail until session 13).  The preset now switches to the level method's steps on the cuts it
+    collected once a step lowers F by less than 1e-3 of the gap: 19 iterations."""
     p = make_problem(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"], copies=[],
                      log10_scales=None, order=[0, 1, 2, 3, 4], C=1.0, seed=0)
-    _walk("mkl_gl", p.Ks, p.y, WALK[:5])
+    res = _walk("mkl_gl", p.Ks, p.y, WALK)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 
 def test_gmkl_takes_scaled_steps_where_the_weights_differ_in_size():

@@ -1,7 +1,7 @@
-"""Projected gradient with ``level_after``: gradient steps, then the level method's steps on the cuts collected
-along the way (and their aggregate as a certificate) once the gradient steps stall or after ``level_after``
-iterations.  The optimum against cvxpy + Clarabel (C from 1e-2 to 1e4, duplicated kernels, a float32 stack),
-against the level method and plain projected gradient, and the parameter checks."""
+"""Projected gradient and ``bcd`` with ``level_after``: their own steps, then the level method's steps on the cuts
+collected along the way (and their aggregate as a certificate) once their steps stall (``bcd``: or crawl) or after
+``level_after`` iterations.  The optimum against cvxpy + Clarabel (C from 1e-2 to 1e4, duplicated kernels, a
+float32 stack), against the level method and plain projected gradient, and the parameter checks."""
 
 from __future__ import annotations
 
@@ -9,12 +9,20 @@ import warnings
 
 import numpy as np
 import pytest
-from _mkl_testing import random_problem, reference, solve_mkl
+from _mkl_testing import make_problem, random_problem, reference, solve_mkl
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, Simplex, SimplexL2
-from multikernel.plugins.solvers import LevelMethod, ProjectedGradient, _CuttingPlanes
+from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, _CuttingPlanes
 from multikernel.solve.outer import Evaluator, OuterLoop
+
+
+def _bcd(level_after: object = None) -> BlockCoordinateDescent:
+    return BlockCoordinateDescent(level_after=level_after)
+
+
+#: The solvers with ``level_after``.
+SOLVERS = pytest.mark.parametrize("solver", [ProjectedGradient, _bcd], ids=["projected_gradient", "bcd"])
 
 _REGULARIZERS = [SimplexL2(theta=0.1), SimplexL2(theta=10.0), SimplexL2(theta=1e4), Simplex(), BoxSimplex(nu=0.5)]
 
@@ -28,29 +36,31 @@ def _certified_match(res, ref, tol):
     assert res.objective == pytest.approx(ref.value, rel=tol + 1e-6)
 
 
+@SOLVERS
 @pytest.mark.parametrize("C", [1e-2, 1.0, 1e2, 1e4])
 @pytest.mark.parametrize("reg", _REGULARIZERS, ids=lambda r: f"{r.name}-{getattr(r, 'theta', '')}")
-def test_optimum_equals_the_cvxpy_reference(reg, C):
+def test_optimum_equals_the_cvxpy_reference(reg, C, solver):
     Ks, y = random_problem(3, n=24, M=5)
     ref = reference(Ks, y, reg, C=C)
     tol = 1e-5
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
-        res = solve_mkl(Ks, y, reg, ProjectedGradient(level_after=5), C=C, tol=tol, max_iter=2000)
+        res = solve_mkl(Ks, y, reg, solver(level_after=5), C=C, tol=tol, max_iter=2000)
     _certified_match(res, ref, tol)
     assert res.weights.sum() == pytest.approx(1.0) and np.all(res.weights >= 0)
 
 
+@SOLVERS
 @pytest.mark.parametrize("C", [1e-2, 1.0, 1e4])
 @pytest.mark.parametrize("reg", [SimplexL2(theta=10.0), Simplex()], ids=lambda r: r.name)
-def test_duplicated_kernels(reg, C):
+def test_duplicated_kernels(reg, C, solver):
     # Two copies of a kernel make the optimal weights non-unique and F flat along their difference: the gradient
     # steps stall there, and the certificate has to come from the model's aggregate.
     Ks, y = random_problem(11, n=24, M=4)
     Ks = np.concatenate([Ks, Ks[:2]])
     ref = reference(Ks, y, reg, C=C)
     tol = 1e-5
-    res = solve_mkl(Ks, y, reg, ProjectedGradient(level_after=10), C=C, tol=tol, max_iter=2000)
+    res = solve_mkl(Ks, y, reg, solver(level_after=10), C=C, tol=tol, max_iter=2000)
     _certified_match(res, ref, tol)
 
 
@@ -107,14 +117,39 @@ def test_without_level_after_the_plain_solver_and_evaluator():
     assert isinstance(lazy, _CuttingPlanes) and lazy.lazy
 
 
+@SOLVERS
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "10"])
-def test_bad_level_after(bad):
+def test_bad_level_after(bad, solver):
     Ks, y = random_problem(0, n=12, M=3)
     with pytest.raises(ValueError, match="level_after must be None or a positive integer"):
-        solve_mkl(Ks, y, Simplex(), ProjectedGradient(level_after=bad))
+        solve_mkl(Ks, y, Simplex(), solver(level_after=bad))
 
 
-def test_level_after_needs_a_polyhedral_domain():
+@SOLVERS
+def test_level_after_needs_a_polyhedral_domain(solver):
     Ks, y = random_problem(0, n=12, M=3)
-    with pytest.raises(ValueError, match="projected_gradient with level_after needs a polyhedral domain"):
-        solve_mkl(Ks, y, ElasticNet(v=0.5), ProjectedGradient(level_after=10))
+    name = "projected_gradient" if solver is ProjectedGradient else "bcd"
+    with pytest.raises(ValueError, match=f"{name} with level_after needs a polyhedral domain"):
+        solve_mkl(Ks, y, ElasticNet(v=0.5), solver(level_after=10))
+
+
+def test_bcd_switches_when_its_steps_crawl(monkeypatch):
+    """bcd's own steps until one lowers F by less than 1e-3 of the gap, then only level steps (level_after is far).
+    Four linear kernels nearly tie at the optimum (the mkl_gl walk of test_mkl_reference): the extrapolated update
+    reaches the optimal value, but its alpha certifies little; 110 iterations without the switch."""
+    pr = make_problem(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"], copies=[],
+                      log10_scales=None, order=[0, 1, 2, 3, 4], C=1.0, seed=0)
+    calls = []
+    original = LevelMethod.step
+
+    def spy(self, evaluate, it):
+        calls.append(evaluate.loop.n_iter)
+        return original(self, evaluate, it)
+
+    monkeypatch.setattr(LevelMethod, "step", spy)
+    solver = BlockCoordinateDescent(extrapolate=True, level_after=1000)
+    res = solve_mkl(pr.Ks, pr.y, Simplex(), solver, C=100.0, tol=1e-3, inner_tol=1e-3, max_iter=300)
+    assert res.converged and res.dual_gap <= 1e-3 and res.n_iter < 50
+    assert calls and calls == list(range(calls[0], calls[0] + len(calls)))  # only level steps after the switch
+    ref = reference(pr.Ks, pr.y, Simplex(), C=100.0)
+    _certified_match(res, ref, 1e-3)
