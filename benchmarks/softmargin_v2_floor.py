@@ -26,24 +26,8 @@ import attrs
 import numpy as np
 from softmargin_fold_profile import split0_problem
 
-from multikernel.experiments.equivalent import problem_key
-from multikernel.experiments.model_selection import cross_validate_methods, method_parts, resolve_grid, subset_stack
+from multikernel.experiments.model_selection import cross_validate_methods, fits_per_fold, resolve_grid, subset_stack
 from multikernel.experiments.runner import load_experiment_config
-
-
-def fits_per_fold(cfg, n_kernels: int) -> tuple[int, int]:
-    """(fits, grid points) of one fold: the points whose problem an earlier method already fitted are shared."""
-    seen: set = set()
-    fits = points_total = 0
-    for spec in cfg.methods:
-        for point in resolve_grid(spec.grid, n_kernels):
-            points_total += 1
-            key = problem_key(method_parts(spec, point), n_kernels)
-            if key is None or key not in seen:
-                fits += 1
-            if key is not None:
-                seen.add(key)
-    return fits, points_total
 
 
 def pass_time(stack, repeats: int = 5) -> float:
@@ -78,7 +62,8 @@ def main() -> None:
         dcfg, stack, ytr, folds = split0_problem(args.config, name)
         train, val = folds[0]
         fold_train, fold_val = subset_stack(stack, train, train), subset_stack(stack, val, train)
-        fits, grid = fits_per_fold(dcfg, stack.n_kernels)
+        methods = [(m, resolve_grid(m.grid, stack.n_kernels)) for m in dcfg.methods]
+        fits, grid = fits_per_fold(methods, stack.n_kernels), sum(len(points) for _, points in methods)
         t_fold = pass_time(fold_train)
         t_val = pass_time_rect(fold_val)
         t_full = pass_time(stack)
@@ -90,7 +75,6 @@ def main() -> None:
         measured = ratio = ""
         if args.measure:
             solver = attrs.evolve(dcfg.solver, tol=s.cv_tol or dcfg.solver.tol)
-            methods = [(m, resolve_grid(m.grid, stack.n_kernels)) for m in dcfg.methods]
             c0 = time.process_time()
             cross_validate_methods(stack, ytr, folds[:1], methods, solver, warm_start=s.warm_start)
             cpu = time.process_time() - c0

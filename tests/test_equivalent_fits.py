@@ -11,7 +11,7 @@ from _mkl_testing import random_problem
 from multikernel.config.schema import PartConfig
 from multikernel.experiments.config import MethodSpec
 from multikernel.experiments.equivalent import problem_key
-from multikernel.experiments.model_selection import cross_validate_methods, fit_point, method_parts
+from multikernel.experiments.model_selection import cross_validate_methods, fit_point, fits_per_fold, method_parts
 from multikernel.solve.fit import SolveSettings, encode_targets
 from multikernel.stack.storage import DenseStack
 
@@ -81,3 +81,5 @@ def test_cross_validation_fits_a_shared_problem_once():
     np.testing.assert_array_equal(sg_scores[:2], alone[1][0][:2])
     np.testing.assert_array_equal(l1_scores, alone[0][0])
     assert sg_info["cv_gap_max"] <= 1e-3
+    # fits_per_fold (the protocol's floor script counts with it) is the runner's own count.
+    assert fits_per_fold(methods, M) * len(folds) == l1_info["cv_fits"] + sg_info["cv_fits"]

@@ -46,6 +46,7 @@ __all__ = [
     "fit_point",
     "cross_validate",
     "cross_validate_methods",
+    "fits_per_fold",
     "select_best",
     "subset_stack",
 ]
@@ -171,6 +172,19 @@ def cross_validate_methods(stack: KernelStack, y: np.ndarray, folds: Sequence[tu
     return results
 
 
+def shared_problem(spec: MethodSpec, params: dict[str, Any], n_kernels: int) -> tuple | None:
+    """The key under which a fold shares the fit of this grid point with other methods' equivalent points
+    (:func:`multikernel.experiments.equivalent.problem_key`), ``None`` if it shares nothing."""
+    return problem_key(method_parts(spec, params), n_kernels)
+
+
+def fits_per_fold(methods: Sequence[tuple[MethodSpec, Sequence[dict[str, Any]]]], n_kernels: int) -> int:
+    """How many fits :func:`cross_validate_methods` makes per fold with ``share``: each distinct shared problem
+    once, and every point that shares nothing."""
+    keys = [shared_problem(spec, point, n_kernels) for spec, points in methods for point in points]
+    return sum(key is None for key in keys) + len({key for key in keys if key is not None})
+
+
 def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets: Targets, y_val: np.ndarray,
                          f: int, spec: MethodSpec, points: Sequence[dict[str, Any]], settings: SolveSettings,
                          warm_start: bool, scores: np.ndarray, info: dict[str, Any],
@@ -181,7 +195,7 @@ def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets
     for chain in warm_chains(points, warm_order):
         previous: FittedMKL | None = None
         for i in chain:
-            key = problem_key(method_parts(spec, points[i]), fold_train.n_kernels) if shared is not None else None
+            key = shared_problem(spec, points[i], fold_train.n_kernels) if shared is not None else None
             fitted = shared.get(key) if key is not None else None
             if fitted is not None:
                 info["cv_shared_fits"] += 1
