@@ -125,6 +125,18 @@ def test_walks_that_stalled_on_a_kink(method):
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 
+def test_silp_walk_where_clearing_small_weights_led_back():
+    """Drawn by the thorough profile of the walk property test (a duplicated kernel, kernels scaled by 1e2): at
+    C = 10 the best weights had 4.7e-4 on a kernel whose form is 55 times the others'; the smoothed query cleared
+    that weight (below 1e-3 of the largest) and was the current, worse point again, 30 times (a stall at a certified
+    gap of 1.4e-3).  A query that clearing would send back to the current weights keeps them now."""
+    p = make_problem(n=36, positives=3, kinds=["linear", "flat_rbf", "low_rank", "low_rank"], copies=[0],
+                     log10_scales=[2.0, 2.0, 2.0, 1.0], order=[0, 1, 2, 3, 4], C=1.0, seed=4)
+    res = _walk("mkl_silp", p.Ks, p.y, WALK)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
 def test_silp_walk_to_large_C_on_an_unnormalized_kernel():
     """A walk the property test above drew after a hypothesis upgrade: at C = 1e4 the optimum puts all weight on a
     kernel scaled by 1e3 (objective 4.5e-3); the SMO's margin errors at its KKT tolerance, times C, gave an inner
