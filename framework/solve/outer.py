@@ -338,6 +338,9 @@ class Evaluator:
                       and inner.targets.ndim == 1)
         self._products: StackProducts | None = None
         self._diag: np.ndarray | None = None
+        #: ``F`` where a descent solver last restarted from revived weights (its closed-form fallback): a
+        #: restart is taken again only from a lower ``F``, so two restarts never repeat each other.
+        self.restarted_at = math.inf
 
     def _kernel(self, mu: np.ndarray, alpha0: np.ndarray | None) -> Any:
         """``K(mu)`` for a solve from ``alpha0``: by columns with the starting gradient from the products of
