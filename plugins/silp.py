@@ -51,7 +51,8 @@ class SILP(OuterSolver):
     ``a`` (up to the inner solves' precision); otherwise the cut removes ``mu_LP`` from the model, Kelley's
     progress.  Weights below ``1e-3`` of the largest are set to zero in the smoothed point (renormalized, unless
     that breaks a cap; any point of the domain is a valid query), or the weights of the uniform start would decay
-    geometrically and keep every kernel in the combination.
+    geometrically and keep every kernel in the combination; after a query so cleared that did not become the
+    centre, the next query keeps its small weights (on kernels of very different scales a tiny weight can matter).
 
     The solve stops on the certified relative duality gap (``problem.tol``), like every solver.  With ``lp_gap``
     it also stops on Sonnenburg's own rule, ``|1 - theta_{t+1} / J_t| <= lp_gap`` with ``theta_{t+1}`` the master

@@ -137,6 +137,18 @@ def test_simplemkl_walk_with_a_triplicated_kernel():
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 
+def test_mirror_descent_walk_where_the_fallback_crawled():
+    """Drawn by the thorough profile of the walk property test (duplicated kernels): at C = 10 a kernel at 7e-13
+    needs 0.47; the closed-form fallback's update lowered F by 2e-14 per step (its multiplicative growth), each such
+    step was taken instead of a mirror step, and the solve reached max_iter at a certified gap of 3.7e-3.  A
+    fallback step that crawls too is now kept only if the revived weights do nothing better: 75 iterations."""
+    p = make_problem(n=27, positives=5, kinds=["poly", "rbf", "rbf", "poly", "rbf"], copies=[2], log10_scales=None,
+                     order=[0, 1, 2, 3, 4, 5], C=1.0, seed=23285)
+    res = _walk("mkl_md", p.Ks, p.y, WALK)
+    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
+    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
+
+
 def test_silp_walk_where_clearing_small_weights_led_back():
     """Drawn by the thorough profile of the walk property test (a duplicated kernel, kernels scaled by 1e2): at
     C = 10 the best weights had 4.7e-4 on a kernel whose form is 55 times the others'; the smoothed query cleared
