@@ -72,7 +72,8 @@ class _LevelAfter:
     """``level_after``: on a polyhedral domain keep the cut of every certified iterate (a lazy cutting-plane model,
     no LP) and, at the first stalled step (or, with ``switch_on_crawl``, a step that lowers ``F`` by less than
     :attr:`_ClosedFormFallback.CRAWL` of the gap), or after ``level_after`` iterations, solve the model once and go
-    on with the level method's steps.  Shared by projected gradient and ``bcd``."""
+    on with the level method's steps.  Shared by projected gradient and ``bcd``, whose own step is their ``_step``
+    and whose own evaluator their ``_own_evaluator``."""
 
     level_after: int | None = None
     #: Whether a crawling step (not only a stalled one) switches to the level method's steps.
@@ -85,6 +86,20 @@ class _LevelAfter:
                 and self.level_after >= 1):
             raise ValueError(f"level_after must be None or a positive integer; got {self.level_after!r}")
         _polyhedral_cap(problem.regularizer, problem.stack.n_kernels, f"{self.name} with level_after")
+
+    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        if self.level_after is None:
+            return self._own_evaluator(problem, loop)
+        return _CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
+
+    def _own_evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        """The solver's evaluator without ``level_after``."""
+        return Evaluator(problem, loop)
+
+    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
+        if self.level_after is None:
+            return self._step(evaluate, it)
+        return self._step_or_level(evaluate, it, self._step)
 
     def _step_or_level(self, evaluate: _CuttingPlanes, it: Iterate,
                        step: Callable[[Evaluator, Iterate], Iterate | Stalled]) -> Iterate | Stalled | Converged:
@@ -179,15 +194,8 @@ class BlockCoordinateDescent(_LevelAfter, OuterSolver):
                              f"extrapolate=False")
         self._check_level_after(problem)
 
-    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
-        if self.level_after is None:
-            return _PartialFormsEvaluator(problem, loop, self.certify_every)
-        return _CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
-
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
-        if self.level_after is None:
-            return self._step(evaluate, it)
-        return self._step_or_level(evaluate, it, self._step)
+    def _own_evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
+        return _PartialFormsEvaluator(problem, loop, self.certify_every)
 
     def _step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         reg = evaluate.problem.regularizer
@@ -431,16 +439,6 @@ class ProjectedGradient(_LevelAfter, _LineSearchSolver):
                              f"whose projection in a scaled metric is not the Euclidean one: use "
                              f"metric='euclidean'")
         self._check_level_after(problem)
-
-    def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
-        if self.level_after is None:
-            return Evaluator(problem, loop)
-        return _CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
-
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
-        if self.level_after is None:
-            return self._step(evaluate, it)
-        return self._step_or_level(evaluate, it, self._step)
 
     def _step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)

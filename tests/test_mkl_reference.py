@@ -109,91 +109,55 @@ def test_every_preset_walks_a_grid_of_C_warm_started(method, problem):
     _walk(method, problem.Ks, problem.y, WALK)
 
 
-@pytest.mark.parametrize("method", ["gmkl_l1", "simplemkl"])
-def test_walks_that_stalled_on_a_kink(method):
-    """Two walks the sweep found (shrunk): gmkl_l1 with one kernel, whose warm weight 1e-16 is optimal but was
-    certified only to a gap of 0.1 by the SMO's arbitrary alpha; simplemkl on six kernels at C = 1e4."""
-    if method == "gmkl_l1":
-        p = make_problem(n=39, positives=1, kinds=["poly"], copies=[], log10_scales=[0.0], order=[0], C=1.0, seed=0)
-    else:
-        p = make_problem(n=22, positives=2, kinds=["rbf", "linear", "low_rank", "poly", "low_rank", "rbf"], copies=[],
-                         log10_scales=None, order=[2, 5, 3, 4, 0, 1], C=1.0, seed=2110453)
+#: Warm-started walks over WALK that the sweeps and the property tests drew (shrunk), each a stall that a fix
+#: ended: the preset, the problem (``make_problem``'s arguments) and what went wrong.
+FOUND_WALKS = {
+    # session 12: gmkl_l1 with one kernel, whose warm weight 1e-16 is optimal but was certified only to a gap of
+    # 0.1 by the SMO's arbitrary alpha (the closed-form fallback from revived weights breaks the tie)
+    "gmkl_l1-one-kernel": ("gmkl_l1", dict(n=39, positives=1, kinds=["poly"], log10_scales=[0.0], order=[0])),
+    # session 12: simplemkl on six kernels at C = 1e4, its search stalled on a kink
+    "simplemkl-kink": ("simplemkl", dict(n=22, positives=2, kinds=["rbf", "linear", "low_rank", "poly", "low_rank",
+                                                                  "rbf"], order=[2, 5, 3, 4, 0, 1], seed=2110453)),
+    # session 13: all weight on three copies of a linear kernel up to C = 0.1; at C = 1 an rbf kernel needs 0.02
+    # from 1e-17, the search stalled and the update from revived weights did not descend (gap 0.018 for tol 1e-3):
+    # the fallback restarts from the revived weights (1.7e-4 two iterations later)
+    "simplemkl-triplicate": ("simplemkl", dict(n=15, positives=5, kinds=["flat_rbf", "rbf", "linear", "rbf"],
+                                               copies=[2, 2], order=[2, 1, 3, 4, 0, 5], seed=50052778)),
+    # session 13: at C = 10 a kernel at 7e-13 needs 0.47; the fallback's own update lowered F by 2e-14 per step and
+    # was taken instead of mirror steps (max_iter at gap 3.7e-3): a crawling update gives way to the revived weights
+    "mkl_md-crawling-fallback": ("mkl_md", dict(n=27, positives=5, kinds=["poly", "rbf", "rbf", "poly", "rbf"],
+                                                copies=[2], seed=23285)),
+    # session 13: at C = 10 the best weights had 4.7e-4 on a kernel whose form is 55x the others'; every smoothed
+    # query cleared it and was the current, worse point again (stall at gap 1.4e-3)
+    "mkl_silp-cleared-weight-led-back": ("mkl_silp", dict(n=36, positives=3, kinds=["linear", "flat_rbf", "low_rank",
+                                                                                   "low_rank"], copies=[0],
+                                                          log10_scales=[2.0, 2.0, 2.0, 1.0], seed=4)),
+    # session 13: at C = 1e4 clearing a centre's weight of 3.4e-6 raised F by 3.5 %; 150 such queries changed
+    # nothing (max_iter at gap 1.2e-3): after a cleared query that does not become the centre, the next keeps them
+    "mkl_silp-cleared-weight-mattered": ("mkl_silp", dict(n=36, positives=1, kinds=["linear", "flat_rbf", "low_rank",
+                                                                                   "linear"], copies=[2],
+                                                          log10_scales=[0.0, 1.0, 2.0, 0.0], seed=4)),
+    # session 13 (drawn after a hypothesis upgrade): at C = 1e4 the optimum puts all weight on a kernel scaled by 1e3
+    # (objective 4.5e-3); the SMO's margin errors times C gave an inner gap of 1.05e-3 at the old inner-tolerance
+    # floor of 1e-9 (now 1e-11: gap 8.9e-5)
+    "mkl_silp-large-C-scaled-kernel": ("mkl_silp", dict(n=8, positives=1, kinds=["linear", "linear", "linear", "poly",
+                                                                                "rbf", "rbf"],
+                                                        log10_scales=[0.0, 0.0, 0.0, 0.0, 0.0, 3.0])),
+    # session 12 (strict xfail until session 13): four linear kernels nearly tie at C = 100; the group-lasso update
+    # reached the optimal value by iteration 61 but its own alpha certified only 3.9e-3 until max_iter: the preset
+    # now switches to level steps on its cuts once a step crawls (19 iterations)
+    "mkl_gl-near-tie": ("mkl_gl", dict(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"])),
+}
+
+
+@pytest.mark.parametrize("case", list(FOUND_WALKS))
+def test_walks_the_sweeps_found(case):
+    method, structure = FOUND_WALKS[case]
+    p = make_problem(**structure)
     res = _walk(method, p.Ks, p.y, WALK)
     preset = get_registry().get("method", method)
     ref = reference(p.Ks, p.y, get_registry().create("regularizer", preset.regularizer, **preset.regularizer_params),
                     C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_simplemkl_walk_with_a_triplicated_kernel():
-    """Drawn by the thorough profile of the walk property test: all weight on three copies of a linear kernel up
-    to C = 0.1; at C = 1 an rbf kernel needs 0.02 from a warm weight of 1e-17, the reduced gradient's search
-    stalled and the closed-form step from revived weights did not descend (certified gap 0.018 for tol 1e-3).  The
-    fallback now restarts from the revived weights (F up by 6e-5 relative): certified at 1.7e-4 two iterations later."""
-    p = make_problem(n=15, positives=5, kinds=["flat_rbf", "rbf", "linear", "rbf"], copies=[2, 2], log10_scales=None,
-                     order=[2, 1, 3, 4, 0, 5], C=1.0, seed=50052778)
-    res = _walk("simplemkl", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_mirror_descent_walk_where_the_fallback_crawled():
-    """Drawn by the thorough profile of the walk property test (duplicated kernels): at C = 10 a kernel at 7e-13
-    needs 0.47; the closed-form fallback's update lowered F by 2e-14 per step (its multiplicative growth), each such
-    step was taken instead of a mirror step, and the solve reached max_iter at a certified gap of 3.7e-3.  A
-    fallback step that crawls too is now kept only if the revived weights do nothing better: 75 iterations."""
-    p = make_problem(n=27, positives=5, kinds=["poly", "rbf", "rbf", "poly", "rbf"], copies=[2], log10_scales=None,
-                     order=[0, 1, 2, 3, 4, 5], C=1.0, seed=23285)
-    res = _walk("mkl_md", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_silp_walk_where_clearing_small_weights_led_back():
-    """Drawn by the thorough profile of the walk property test (a duplicated kernel, kernels scaled by 1e2): at
-    C = 10 the best weights had 4.7e-4 on a kernel whose form is 55 times the others'; the smoothed query cleared
-    that weight (below 1e-3 of the largest) and was the current, worse point again, 30 times (a stall at a certified
-    gap of 1.4e-3).  A query that clearing would send back to the current weights keeps them now."""
-    p = make_problem(n=36, positives=3, kinds=["linear", "flat_rbf", "low_rank", "low_rank"], copies=[0],
-                     log10_scales=[2.0, 2.0, 2.0, 1.0], order=[0, 1, 2, 3, 4], C=1.0, seed=4)
-    res = _walk("mkl_silp", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_silp_walk_where_a_cleared_small_weight_mattered():
-    """Drawn by the thorough profile of the walk property test: kernels scaled by up to 1e2 (one duplicated) at
-    C = 1e4, where clearing a centre's weight of 3.4e-6 raised F by 3.5 %; 150 such queries near the centre changed
-    nothing (max_iter 200 at a certified gap of 1.2e-3).  After a query with cleared weights that does not become
-    the centre the next one keeps its small weights: 7 iterations."""
-    p = make_problem(n=36, positives=1, kinds=["linear", "flat_rbf", "low_rank", "linear"], copies=[2],
-                     log10_scales=[0.0, 1.0, 2.0, 0.0], order=[0, 1, 2, 3, 4], C=1.0, seed=4)
-    res = _walk("mkl_silp", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_silp_walk_to_large_C_on_an_unnormalized_kernel():
-    """A walk the property test above drew after a hypothesis upgrade: at C = 1e4 the optimum puts all weight on a
-    kernel scaled by 1e3 (objective 4.5e-3); the SMO's margin errors at its KKT tolerance, times C, gave an inner
-    primal-dual gap of 1.05e-3 even at the old floor of the inner tolerance (1e-9), above tol; the floor is now
-    1e-11 (gap 8.9e-5)."""
-    p = make_problem(n=8, positives=1, kinds=["linear", "linear", "linear", "poly", "rbf", "rbf"], copies=[],
-                     log10_scales=[0.0, 0.0, 0.0, 0.0, 0.0, 3.0], order=[0, 1, 2, 3, 4, 5], C=1.0, seed=0)
-    res = _walk("mkl_silp", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
-    assert ref.brackets(res), (res.lower_bound, res.objective, ref)
-
-
-def test_mkl_gl_walk_where_kernels_nearly_tie():
-    """A walk the sweep found: four linear kernels nearly tie at C = 100; the group-lasso update reached the optimal
-    value by iteration 61, but its own alpha certified only a gap of 3.9e-3, and F stayed constant until max_iter
-    (200; a strict xfail until session 13).  The preset now switches to the level method's steps on the cuts it
-    collected once a step lowers F by less than 1e-3 of the gap: 19 iterations."""
-    p = make_problem(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"], copies=[],
-                     log10_scales=None, order=[0, 1, 2, 3, 4], C=1.0, seed=0)
-    res = _walk("mkl_gl", p.Ks, p.y, WALK)
-    ref = reference(p.Ks, p.y, get_registry().create("regularizer", "simplex"), C=WALK[-1])
     assert ref.brackets(res), (res.lower_bound, res.objective, ref)
 
 

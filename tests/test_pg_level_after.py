@@ -89,16 +89,23 @@ def test_a_float32_stack_gives_the_float64_optimum_within_the_gaps():
     assert r32.lower_bound <= r64.objective * (1 + 1e-6) and r64.lower_bound <= r32.objective * (1 + 1e-6)
 
 
-def test_the_switch_takes_level_steps_after_level_after_iterations(monkeypatch):
-    Ks, y = random_problem(5, n=30, M=8)
+@pytest.fixture
+def level_steps(monkeypatch):
+    """The outer iterations at which the level method stepped (a spy on ``LevelMethod.step``)."""
     calls = []
     original = LevelMethod.step
 
-    def counting(self, evaluate, it):
+    def spy(self, evaluate, it):
         calls.append(evaluate.loop.n_iter)
         return original(self, evaluate, it)
 
-    monkeypatch.setattr(LevelMethod, "step", counting)
+    monkeypatch.setattr(LevelMethod, "step", spy)
+    return calls
+
+
+def test_the_switch_takes_level_steps_after_level_after_iterations(level_steps):
+    Ks, y = random_problem(5, n=30, M=8)
+    calls = level_steps
     res = solve_mkl(Ks, y, SimplexL2(theta=1e3), ProjectedGradient(level_after=2), C=10.0, tol=1e-7, max_iter=500)
     assert res.converged
     assert calls and min(calls) <= 2  # a level step from the second iteration (or an earlier stall) on
@@ -133,20 +140,13 @@ def test_level_after_needs_a_polyhedral_domain(solver):
         solve_mkl(Ks, y, ElasticNet(v=0.5), solver(level_after=10))
 
 
-def test_bcd_switches_when_its_steps_crawl(monkeypatch):
+def test_bcd_switches_when_its_steps_crawl(level_steps):
     """bcd's own steps until one lowers F by less than 1e-3 of the gap, then only level steps (level_after is far).
     Four linear kernels nearly tie at the optimum (the mkl_gl walk of test_mkl_reference): the extrapolated update
     reaches the optimal value, but its alpha certifies little; 110 iterations without the switch."""
     pr = make_problem(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"], copies=[],
                       log10_scales=None, order=[0, 1, 2, 3, 4], C=1.0, seed=0)
-    calls = []
-    original = LevelMethod.step
-
-    def spy(self, evaluate, it):
-        calls.append(evaluate.loop.n_iter)
-        return original(self, evaluate, it)
-
-    monkeypatch.setattr(LevelMethod, "step", spy)
+    calls = level_steps
     solver = BlockCoordinateDescent(extrapolate=True, level_after=1000)
     res = solve_mkl(pr.Ks, pr.y, Simplex(), solver, C=100.0, tol=1e-3, inner_tol=1e-3, max_iter=300)
     assert res.converged and res.dual_gap <= 1e-3 and res.n_iter < 50
