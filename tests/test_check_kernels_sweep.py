@@ -59,7 +59,9 @@ def test_sweep_reports_what_numpy_computes(n, M, seed, f32, n_asym, minor, bad, 
         assert maxabs[m] == np.abs(K64[m]).max()
         assert asym[m] == np.abs(K64[m] - K64[m].T).max()  # exact: the same double differences
         assert tuple(found[m]) == _first_minor(K64[m], scale[m])
-    if expect_finite.all() and not asym.any() and M >= 4:  # every kernel symmetric: the mirrored upper sums
+    # every kernel symmetric: the mirrored upper sums, where the float64 buffer is at most a quarter of the stack
+    # (M >= 4 in float64, M >= 8 in float32)
+    if expect_finite.all() and not asym.any() and M >= (8 if f32 else 4):
         assert combined is not None
     if combined is not None and expect_finite.all():
         np.testing.assert_allclose(combined, np.tensordot(weights, K64, axes=1), rtol=1e-12, atol=1e-12)

@@ -42,7 +42,7 @@ def _draw(rng: np.random.Generator, M: int, decades: float) -> tuple[np.ndarray,
     mu = rng.dirichlet(np.full(M, 0.5))
     mu[rng.random(M) < 0.2] = 0.0
     mu[0] = max(mu[0], 1e-3)
-    q = 10.0 ** rng.uniform(-decades / 2, decades / 2, M)
+    q = 10.0 ** rng.uniform(-decades / 2, min(decades / 2, 300.0), M)  # 10^308 is the largest double
     return mu, q
 
 

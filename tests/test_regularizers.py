@@ -119,7 +119,9 @@ def test_dual_bound_is_the_exact_conjugate(g):
         m = cp.Variable(M)
         ref, slack = _solve(cp.Problem(cp.Maximize(m @ g - cvx_penalty(reg, m)), cvx_domain(reg, m, M)))
         ours = reg.dual_bound(g)
-        scale = max(float(np.max(g)), 1.0)  # Clarabel's accuracy is relative to the data
+        # Clarabel's accuracy is relative to the data and to the value (LpBall(p=3) at g = 100 * ones(5): 1.2e-5
+        # above the closed form 100 * 5^(2/3), which ours is to the last digit)
+        scale = max(float(np.max(g)), abs(ref), 1.0)
         # An over-estimate keeps the lower bound certified; it must still be tight.
         assert ours >= ref - 1e-7 * scale - slack, reg
         assert ours == pytest.approx(ref, rel=1e-6, abs=1e-7 * scale + slack), reg
@@ -205,7 +207,9 @@ def test_box_simplex_inverse_is_feasible_and_optimal(seed, M, extra):
         x = cp.Variable(M, pos=True)
         ref, slack = _solve(cp.Problem(cp.Minimize(cp.sum(cp.multiply(a, cp.inv_pos(x)))),
                                        [cp.sum(x) == 1, x <= min(theta, 1.0)]))
-        assert np.sum(a[pos] / mu[pos]) <= ref * (1 + 1e-6) + 1e-12 + slack
+        # Clarabel's value can lie up to about 1e-6 below the true minimum on badly scaled a (seed 285: 3e-5 beside
+        # 4; ours was (sum sqrt a)^2, the exact minimum there, to the last digit)
+        assert np.sum(a[pos] / mu[pos]) <= ref * (1 + 1e-5) + 1e-12 + slack
         # Lemma 3.1: a larger a_m is never capped less; uncapped weights are proportional to sqrt(a_m).
         order = np.argsort(-a, kind="stable")
         assert np.all(np.diff(mu[order][a[order] > 0]) <= 1e-12)
