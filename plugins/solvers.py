@@ -68,10 +68,19 @@ class _Overrelaxation:
         return _Overrelaxation(exponent=2.0, skip=self.pause, pause=2 * self.pause)
 
 
+#: A step that lowers ``F`` by less than this fraction of the certified gap (absolute) crawls.
+CRAWL = 1e-3
+
+
+def _crawls(evaluate: Evaluator, before: Iterate, after: Iterate) -> bool:
+    """Whether the step from ``before`` to ``after`` lowered ``F`` by less than :data:`CRAWL` of the certified gap."""
+    return before.objective - after.objective < CRAWL * (evaluate.loop.upper - evaluate.loop.lower)
+
+
 class _LevelAfter:
     """``level_after``: on a polyhedral domain keep the cut of every certified iterate (a lazy cutting-plane model,
     no LP) and, at the first stalled step (or, with ``switch_on_crawl``, a step that lowers ``F`` by less than
-    :attr:`_ClosedFormFallback.CRAWL` of the gap), or after ``level_after`` iterations, solve the model once and go
+    :data:`CRAWL` of the gap), or after ``level_after`` iterations, solve the model once and go
     on with the level method's steps.  Shared by projected gradient and ``bcd``, whose own step is their ``_step``
     and whose own evaluator their ``_own_evaluator``."""
 
@@ -99,17 +108,15 @@ class _LevelAfter:
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled | Converged:
         if self.level_after is None:
             return self._step(evaluate, it)
-        return self._step_or_level(evaluate, it, self._step)
+        return self._step_or_level(evaluate, it)
 
-    def _step_or_level(self, evaluate: _CuttingPlanes, it: Iterate,
-                       step: Callable[[Evaluator, Iterate], Iterate | Stalled]) -> Iterate | Stalled | Converged:
-        """The solver's own ``step`` until the switch, then the level method's steps on the model of every cut."""
+    def _step_or_level(self, evaluate: _CuttingPlanes, it: Iterate) -> Iterate | Stalled | Converged:
+        """The solver's own ``_step`` until the switch, then the level method's steps on the model of every cut."""
         if not evaluate.lazy:  # switched: the level method's step on the model of every cut so far
             return _LEVEL.step(evaluate, it)
-        nxt = step(evaluate, it) if evaluate.loop.n_iter < self.level_after else Stalled("switch")
+        nxt = self._step(evaluate, it) if evaluate.loop.n_iter < self.level_after else Stalled("switch")
         if not isinstance(nxt, Stalled):
-            gap = evaluate.loop.upper - evaluate.loop.lower
-            if not (self.switch_on_crawl and it.objective - nxt.objective < _ClosedFormFallback.CRAWL * gap):
+            if not (self.switch_on_crawl and _crawls(evaluate, it, nxt)):
                 return nxt
             it = nxt
         # The solver's steps stalled, crawled or took level_after iterations: the cutting-plane model of the cuts
@@ -252,15 +259,12 @@ class BlockCoordinateDescent(_LevelAfter, OuterSolver):
 
 class _ClosedFormFallback:
     """The way out of kinks and crawls for the descent solvers (projected and reduced gradient, mirror descent):
-    the regularizer's closed-form step where a step stalls or lowers ``F`` by less than :attr:`CRAWL` of the gap."""
-
-    #: A gradient step that lowers ``F`` by less than this fraction of the certified gap (absolute) crawls.
-    CRAWL = 1e-3
+    the regularizer's closed-form step where a step stalls or lowers ``F`` by less than :data:`CRAWL` of the gap."""
 
     def _unless_crawling(self, evaluate: Evaluator, it: Iterate, nxt: Iterate) -> Iterate:
-        """``nxt``, or the closed-form step from it when the step from ``it`` lowered ``F`` by less than
-        :attr:`CRAWL` of the certified gap (:meth:`_coordinate_step`)."""
-        if it.objective - nxt.objective < self.CRAWL * (evaluate.loop.upper - evaluate.loop.lower):
+        """``nxt``, or the closed-form step from it when the step from ``it`` crawled (:func:`_crawls`;
+        :meth:`_coordinate_step`)."""
+        if _crawls(evaluate, it, nxt):
             return self._coordinate_step(evaluate, nxt) or nxt
         return nxt
 
@@ -282,15 +286,14 @@ class _ClosedFormFallback:
         if Capability.CLOSED_FORM not in offered_by(reg) or it.q is None or evaluate.loop.inner_limited:
             return None
         init = np.asarray(reg.initial(len(it.mu)), dtype=np.float64)
-        gap = evaluate.loop.upper - evaluate.loop.lower
+        gap = evaluate.loop.upper - evaluate.loop.lower  # before the trials below, whose offers may narrow it
         first = None
         if np.all(it.mu > 0):
             first = self._closed_form_trial(evaluate, it, it)
             # Where weights vanish the update grows them by a bounded factor per step: a step that crawls too
             # (mirror descent with a weight at 7e-13 that the optimum gives 0.47: 180 updates each lowering F by
             # 2e-14, at a certified gap of 0.037) is kept only if reviving does nothing better.
-            descends = first is not None and it.objective - first.objective >= self.CRAWL * gap
-            if descends or np.all(it.mu > 1e-9 * init):
+            if (first is not None and it.objective - first.objective >= CRAWL * gap) or np.all(it.mu > 1e-9 * init):
                 return first
         # The update never moves a zero weight, and the kinks are where zero (or vanishing) weights would grow:
         # start it from the revived weights, as bcd does with a warm start.  The
