@@ -169,7 +169,21 @@ class SampleLoss(Component, abc.ABC):
 
     The outer loop only ever needs ``L(alpha)`` (``linear_term``), the coefficients ``coef`` that enter
     ``q_m = coef' K_m coef``, and a solve that can start from the previous ``alpha``.
+
+    Attributes
+    ----------
+    target_kind : str
+        What the targets ``y`` of :meth:`solve` are: ``"labels"`` (in {-1, +1}, the SVM losses),
+        ``"continuous"`` (real numbers, the regression losses) or ``"one_class"`` (all +1, one-class
+        novelty detection); an estimator refuses a loss of another kind than its task.
     """
+
+    target_kind: ClassVar[str] = "labels"
+
+    def dual_size(self, n_samples: int) -> int:
+        """Length of ``alpha`` for ``n_samples`` targets (``n_samples`` for every SVM form; ``2 n_samples`` for
+        the epsilon-SVR, whose dual has a variable for each side of the tube)."""
+        return n_samples
 
     @abc.abstractmethod
     def solve(
@@ -330,8 +344,8 @@ class LossBlocks(InnerProblem):
     """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
 
     ``targets`` of shape (n,) is one block (binary); of shape (T, n) it is T blocks (one-vs-rest problems or
-    labels sharing the kernel weights), whose objectives add up.  The solution's ``alpha``, ``coef`` and
-    ``bias`` have the shape of ``targets`` (``bias`` one per block).
+    labels sharing the kernel weights), whose objectives add up.  The solution's ``coef`` has the shape of
+    ``targets``, ``bias`` one entry per block, and ``alpha`` the loss's :meth:`~SampleLoss.dual_size` per block.
     """
 
     def __init__(self, loss: SampleLoss, targets: np.ndarray) -> None:
@@ -355,7 +369,7 @@ class LossBlocks(InnerProblem):
 
     @property
     def alpha_shape(self) -> tuple[int, ...]:
-        return self.targets.shape
+        return self.targets.shape[:-1] + (self.loss.dual_size(self.targets.shape[-1]),)
 
     def split(self) -> list[InnerProblem]:
         if self.targets.ndim == 1:

@@ -49,7 +49,9 @@ __all__ = [
     "fit_mkl",
 ]
 
-TASK_KINDS = ("binary", "multiclass", "multilabel")
+TASK_KINDS = ("binary", "multiclass", "multilabel", "continuous", "continuous-multioutput", "one_class")
+#: The kinds whose blocks are class memberships in {-1, +1} (each block needs both signs).
+CLASS_KINDS = ("binary", "multiclass", "multilabel")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -57,17 +59,21 @@ TASK_KINDS = ("binary", "multiclass", "multilabel")
 # --------------------------------------------------------------------------------------------------
 @attrs.define
 class Targets:
-    """Training targets encoded as ``T`` blocks of {-1, +1}.
+    """Training targets encoded as ``T`` blocks: {-1, +1} class memberships, real targets, or one-class ones.
 
     Attributes
     ----------
-    kind : {"binary", "multiclass", "multilabel"}
+    kind : {"binary", "multiclass", "multilabel", "continuous", "continuous-multioutput", "one_class"}
+        scikit-learn's names (:func:`~sklearn.utils.multiclass.type_of_target`) for the classification and
+        regression kinds; ``"one_class"`` for novelty detection (no targets).
     classes : ndarray
         The class labels (binary and multi-class, sorted as :class:`~sklearn.preprocessing.LabelEncoder`
-        sorts them) or the label indices 0..L-1 (multi-label).
+        sorts them) or the label indices 0..L-1 (multi-label); the output indices 0..T-1 for regression,
+        ``[-1, 1]`` (outlier, inlier) for one class.
     blocks : ndarray of shape (T, n)
-        One {-1, +1} target vector per block: one block for two classes (+1 is ``classes[1]``), one per
-        class (one-vs-rest) for more, one per label for a label-indicator matrix.
+        One target vector per block: for classification one {-1, +1} vector for two classes (+1 is
+        ``classes[1]``), one per class (one-vs-rest) for more, one per label for a label-indicator matrix;
+        one real vector per output for regression; a vector of ones for one class.
     """
 
     kind: str
@@ -92,6 +98,8 @@ class Targets:
 
     def check_blocks(self, where: str = "the training data") -> None:
         """Every block needs both signs: a binary problem with one class has no separating surface."""
+        if self.kind not in CLASS_KINDS:
+            return  # real targets and one-class blocks have no classes to miss
         for t, block in enumerate(self.blocks):
             if not ((block > 0).any() and (block < 0).any()):
                 what = (f"label column {t}" if self.kind == "multilabel"
@@ -103,7 +111,14 @@ class Targets:
                     f"{'label column' if self.kind == 'multilabel' else 'class'} or use a stratified split")
 
     def decode(self, scores: np.ndarray) -> np.ndarray:
-        """Predictions from decision values of shape (n, T): sign, argmax, or a 0/1 indicator matrix."""
+        """Predictions from decision values of shape (n, T): sign, argmax, a 0/1 indicator matrix, the values
+        themselves (regression), or +1 (inlier, a non-negative value) / -1 (outlier) for one class."""
+        if self.kind == "continuous":
+            return scores[:, 0]
+        if self.kind == "continuous-multioutput":
+            return scores
+        if self.kind == "one_class":
+            return np.where(scores[:, 0] >= 0, 1, -1).astype(np.intp)
         if self.kind == "multilabel":
             return (scores > 0).astype(np.int64)
         if self.kind == "binary":
@@ -111,20 +126,34 @@ class Targets:
         return self.classes[np.argmax(scores, axis=1)]
 
 
-def encode_targets(y: Any) -> Targets:
-    """Encode labels for :func:`fit_mkl`.
+    @classmethod
+    def one_class(cls, n_samples: int) -> Targets:
+        """The targets of one-class learning on ``n_samples`` samples: one block of ones."""
+        return cls("one_class", np.array([-1, 1]), np.ones((1, int(n_samples))))
+
+
+def encode_targets(y: Any, task: str = "classification") -> Targets:
+    """Encode targets for :func:`fit_mkl`.
 
     Parameters
     ----------
     y : array-like of shape (n,) or (n, L)
-        Class labels of any type scikit-learn accepts for classification (numbers, strings, objects), or a
-        0/1 label-indicator matrix (multi-label, the scikit-learn convention).
+        For classification, class labels of any type scikit-learn accepts (numbers, strings, objects), or a
+        0/1 label-indicator matrix (multi-label, the scikit-learn convention).  For regression, real
+        targets: one per sample, or one column per output (each output its own block).
+    task : {"classification", "regression"}, default="classification"
+        How ``y`` is read (one-class learning has no targets: :meth:`Targets.one_class`).
 
     Raises
     ------
     ValueError
-        For continuous targets, a single class, or an indicator column with a single value.
+        For classification: continuous targets, a single class, or an indicator column with a single value.
+        For regression: targets that are not finite real numbers, or of more than two dimensions.
     """
+    if task == "regression":
+        return _continuous_targets(y)
+    if task != "classification":
+        raise ValueError(f"task must be 'classification' or 'regression'; got {task!r}")
     if not hasattr(y, "toarray"):
         y = np.asarray(y)
     kind = type_of_target(y)
@@ -148,6 +177,28 @@ def encode_targets(y: Any) -> Targets:
     if len(classes) == 2:
         return Targets("binary", classes, np.where(idx == 1, 1.0, -1.0)[None, :])
     return Targets("multiclass", classes, np.where(idx[None, :] == np.arange(len(classes))[:, None], 1.0, -1.0))
+
+
+def _continuous_targets(y: Any) -> Targets:
+    """Real targets of shape (n,) (kind ``"continuous"``) or (n, T) (``"continuous-multioutput"``)."""
+    if hasattr(y, "toarray"):
+        raise ValueError("sparse regression targets are not supported; pass a dense array (y.toarray())")
+    y = np.asarray(y)
+    if np.iscomplexobj(y):
+        raise ValueError("regression targets must be real numbers; got complex values")
+    try:
+        Y = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"regression targets must be real numbers; got values of dtype {y.dtype} such as "
+                         f"{y.ravel()[:1].tolist()}") from None
+    if Y.ndim not in (1, 2) or Y.shape[0] == 0:
+        raise ValueError(f"regression targets must have shape (n_samples,) or (n_samples, n_outputs) with "
+                         f"n_samples >= 1; got shape {Y.shape}")
+    if not np.isfinite(Y).all():
+        raise ValueError("regression targets contain NaN or infinity; drop or impute those samples")
+    if Y.ndim == 1:
+        return Targets("continuous", np.arange(1), Y[None, :].copy())
+    return Targets("continuous-multioutput", np.arange(Y.shape[1]), np.ascontiguousarray(Y.T))
 
 
 # --------------------------------------------------------------------------------------------------

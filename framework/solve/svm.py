@@ -141,7 +141,10 @@ def _solution(problem: InnerQP, res: QPResult, n: int) -> InnerSolution:
     up = np.broadcast_to(np.asarray(problem.upper, dtype=np.float64), (n,))
     box = _box_maximum(r, D, lo, up, max(1.0, abs(b), abs(rho)))
     primal = 0.5 * quad + b * (problem.y_sum or 0.0) - rho * (problem.total or 0.0) + float(box.sum())
-    return InnerSolution(alpha=alpha, coef=S * alpha, bias=float(b),
+    # the offset of f = K coef + bias: b with y'alpha = y_sum; -rho when 1'alpha = total is the only equality
+    # (the one-class SVM's f - rho)
+    offset = b if problem.y_sum is not None else -rho
+    return InnerSolution(alpha=alpha, coef=S * alpha, bias=float(offset),
                          dual_objective=problem.linear_term(alpha) - 0.5 * quad,
                          primal_objective=primal, n_iter=res.n_iter, at_bound=(alpha <= lo) | (alpha >= up))
 
@@ -173,8 +176,9 @@ def solve_inner(
     Returns
     -------
     InnerSolution
-        ``coef = y * alpha`` (signed) or ``alpha``; ``bias`` the multiplier of ``y'alpha = y_sum`` (0
-        without that constraint); both objectives as in the module docstring.
+        ``coef = y * alpha`` (signed) or ``alpha``; ``bias`` the multiplier of ``y'alpha = y_sum``, or
+        ``-rho`` when ``1'alpha = total`` is the only equality (0 without equalities); both objectives as in
+        the module docstring.
 
     Raises
     ------
