@@ -35,6 +35,7 @@ from sklearn.utils.validation import column_or_1d
 from multikernel.core.capabilities import check_compatible
 from multikernel.core.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
 from multikernel.core.registry import get_registry
+from multikernel.core.validation import check_class_labels, shown
 from multikernel.stack.storage import KernelStack
 
 __all__ = [
@@ -141,10 +142,11 @@ def encode_targets(y: Any) -> Targets:
                          f"values {values[:6].tolist()}{' ...' if len(values) > 6 else ''}")
     check_classification_targets(y)
     y = column_or_1d(y, warn=True)  # a column vector is a 1-D y, with scikit-learn's DataConversionWarning
+    y = check_class_labels(y)
     encoder = LabelEncoder().fit(y)
     classes, idx = encoder.classes_, encoder.transform(y)
     if len(classes) < 2:
-        raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least two classes")
+        raise ValueError(f"y has 1 class ({shown(classes[0])!r}); a classifier needs at least two classes")
     if len(classes) == 2:
         return Targets("binary", classes, np.where(idx == 1, 1.0, -1.0)[None, :])
     return Targets("multiclass", classes, np.where(idx[None, :] == np.arange(len(classes))[:, None], 1.0, -1.0))
