@@ -128,6 +128,8 @@ def encode_targets(y: Any) -> Targets:
     """
     if not hasattr(y, "toarray"):
         y = np.asarray(y)
+        if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1) or y.dtype.kind in "OcU":
+            check_class_labels(y)  # mixed types, NaN, complex: before scikit-learn sorts them
     kind = type_of_target(y)
     if kind == "multilabel-indicator":
         Y = np.asarray(y.toarray() if hasattr(y, "toarray") else y)
@@ -142,7 +144,6 @@ def encode_targets(y: Any) -> Targets:
                          f"values {values[:6].tolist()}{' ...' if len(values) > 6 else ''}")
     check_classification_targets(y)
     y = column_or_1d(y, warn=True)  # a column vector is a 1-D y, with scikit-learn's DataConversionWarning
-    y = check_class_labels(y)
     encoder = LabelEncoder().fit(y)
     classes, idx = encoder.classes_, encoder.transform(y)
     if len(classes) < 2:
