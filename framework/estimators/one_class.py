@@ -1,0 +1,108 @@
+"""One-class MKL: :class:`MKLOneClass`, novelty and outlier detection with learnt kernel weights."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import OutlierMixin
+
+from multikernel.core.validation import Constraint, NoneValue, Real
+from multikernel.estimators.base import FittedSpec
+from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.one_task import TaskMixin
+from multikernel.solve.fit import Targets, fit_mkl
+
+__all__ = ["MKLOneClass"]
+
+
+class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
+    """One-class multiple kernel learning: kernel weights and a nu one-class SVM on their combination.
+
+    The fit core of :class:`~multikernel.MKLClassifier` without targets: the method names the regularizer of the
+    weights and the outer solver (``"l1mkl"``: the simplex, SHOGUN's ``MKLOneClass``; ``"lpmkl"``, ``"sm1mkl"``,
+    ``"average"``, ...), the inner problem is the nu one-class SVM, and every solver reports its certified gap.
+    ``predict`` gives +1 (inlier: a non-negative decision value) or -1 (outlier).
+
+    The inner objective (``-1/2 alpha'K alpha``) is negative: with a linear penalty of the weights and no bound
+    on them (``gmkl_l1``) the MKL objective is 0 at zero weights or unbounded below, and where the optimum is 0
+    (a linear kernel on centred data puts the origin in the data's hull) no *relative* gap can be certified.
+
+    Parameters
+    ----------
+    nu : float, optional
+        In (0, 1]: an upper bound on the fraction of training outliers and a lower bound on the fraction of
+        support vectors (``None`` keeps the loss's own value, 0.5).
+    loss : "one_class" or SampleLoss, default="one_class"
+        The nu one-class SVM (or any loss whose ``target_kind`` is ``"one_class"``).
+    **others
+        Every other parameter is :class:`~multikernel.MKLClassifier`'s (``kernels``, ``method``, ``regularizer``,
+        ``solver``, ``tol``, ``max_iter``, ``verbose``, ...), with the same meaning; there is no ``C``.
+
+    Attributes
+    ----------
+    offset_ : float
+        ``rho``: ``decision_function = score_samples - offset_``.
+    weights_, dual_coef_, intercept_, n_iter_, objective_, dual_gap_, support_, kernel_names_, results_
+        As for :class:`~multikernel.MKLClassifier`; ``dual_coef_`` is ``alpha`` (summing to 1), ``intercept_``
+        is ``-rho``.  scikit-learn's ``OneClassSVM`` solves the same problem times ``nu n``: its decision values
+        are these times ``nu n``.
+    """
+
+    target_kind: ClassVar[str] = "one_class"
+    target_kinds: ClassVar[tuple[str, ...]] = ("one_class",)
+    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {**TaskMixin._fitted_schema, "offset_": FittedSpec("real", (0,))}
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {"nu": [Real(low=0, high=1, closed="right"), NoneValue()]}
+
+    def __init__(self, kernels: Any = "rbf_poly", kernel_params: dict[str, Any] | None = None,
+                 normalize: str = "trace", standardize: bool = False, method: str = "l1mkl", nu: float | None = None,
+                 loss: Any = "one_class", regularizer: Any = None, solver: Any = None, tol: float = 1e-3,
+                 max_iter: int = 200, inner_tol: float = 1e-3, stopping: str = "gap", kernel_dtype: str = "float64",
+                 kernel_backend: str = "dense", memory_budget: int | str | None = None, cache_size: float = 200.0,
+                 warm_start: bool = False, n_jobs: int | None = None, verbose: int = 0) -> None:
+        super().__init__(kernels=kernels, kernel_params=kernel_params, normalize=normalize, standardize=standardize,
+                         method=method, C=None, loss=loss, regularizer=regularizer, solver=solver, tol=tol,
+                         max_iter=max_iter, inner_tol=inner_tol, stopping=stopping, kernel_dtype=kernel_dtype,
+                         kernel_backend=kernel_backend, memory_budget=memory_budget, cache_size=cache_size,
+                         warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
+        del self.C, self.multiclass  # not parameters of this estimator (get_params reads this __init__)
+        self.nu = nu
+
+    C = None  # the classifier's fit core reads these: one block, the loss's own parameters
+    multiclass = "ovr"
+
+    def _loss_params(self) -> dict[str, Any]:
+        return {} if self.nu is None else {"loss__nu": self.nu}
+
+    def fit(self, X: Any, y: Any = None) -> MKLOneClass:
+        """Fit kernel weights and the one-class SVM on the training samples ``X`` (``y`` is ignored).
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: {self.method} outer iterations") \
+                as progress:
+            parts = self._parts()
+            warm = self._warm_fit()
+            stack, _ = self._fit_stack(X, None, first_weights=None if warm is not None else parts.regularizer.initial)
+            targets = Targets.one_class(stack.n_rows)
+            if warm is not None and warm.targets.blocks.shape != targets.blocks.shape:
+                warm = None  # other data: nothing to start from
+            fitted = fit_mkl(stack, targets, parts, self._settings(), warm=warm,
+                             callback=progress.as_callback() if self.verbose else None)
+            self._store(fitted)
+        self.offset_ = float(-self.intercept_[0])
+        return self
+
+    def score_samples(self, X: Any) -> np.ndarray:
+        """``sum_m w_m K_m(x, .) alpha``: larger for more typical samples, shape (n_samples,)."""
+        return self._scores(X)[:, 0] + self.offset_
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """``score_samples(X) - offset_``: non-negative for inliers, negative for outliers, shape (n_samples,)."""
+        return self._scores(X)[:, 0]
+
+    def predict(self, X: Any) -> np.ndarray:
+        """+1 for inliers, -1 for outliers."""
+        return self._decode(self._scores(X))
