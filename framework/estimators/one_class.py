@@ -51,8 +51,10 @@ class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
 
     target_kind: ClassVar[str] = "one_class"
     target_kinds: ClassVar[tuple[str, ...]] = ("one_class",)
-    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {**TaskMixin._fitted_schema, "offset_": FittedSpec("real", (0,))}
-    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {"nu": [Real(low=0, high=1, closed="right"), NoneValue()]}
+    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {**TaskMixin._fitted_schema,
+                                                       "offset_": FittedSpec("real", (0,))}
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "nu": [Real(low=0, high=1, closed="right"), NoneValue()]}
 
     def __init__(self, kernels: Any = "rbf_poly", kernel_params: dict[str, Any] | None = None,
                  normalize: str = "trace", standardize: bool = False, method: str = "l1mkl", nu: float | None = None,

@@ -37,8 +37,9 @@ class TaskMixin:
         if getattr(loss, "target_kind", "labels") != self.target_kind:
             fitting = sorted(n for n in get_registry().names("loss")
                              if getattr(get_registry().get("loss", n), "target_kind", "") == self.target_kind)
-            raise ValueError(f"{type(self).__name__} needs a loss for {self.target_kind} targets ({', '.join(fitting)}); "
-                             f"loss {loss.name!r} is for {getattr(loss, 'target_kind', 'labels')} targets")
+            raise ValueError(f"{type(self).__name__} needs a loss for {self.target_kind} targets "
+                             f"({', '.join(fitting)}); loss {loss.name!r} is for "
+                             f"{getattr(loss, 'target_kind', 'labels')} targets")
         for key, value in self._loss_params().items():
             name = key.partition("__")[2]
             if name not in loss.get_params(deep=False):
