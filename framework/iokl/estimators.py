@@ -66,7 +66,7 @@ class _IOKLBase(BaseEstimator):
             warm = None
         result = cutting_plane(inputs, cset, C, start, theta=self.theta, offset=self._check_offset(),
                                solver=self.solver, tol=self.tol, max_iter=self.max_iter, cp_tol=self.cp_tol,
-                               enumerate_limit=self.enumerate_limit, warm=warm)
+                               enumerate_limit=self.enumerate_limit, random_state=self.random_state, warm=warm)
         self.result_ = result
         self.n_iter_ = result.n_iter
         self.stop_reason_ = result.stop_reason
@@ -143,6 +143,9 @@ _COMMON_DOC = """
         The bias, absorbed as a constant feature: ``offset`` is added to every input kernel.  The thesis
         adds 1 (footnote 1 of chapter 4); with unit-diagonal kernels and no ``alpha'y = 0`` constraint that
         constant dominates the label search (it favours candidates with one sign), so the default is 0.1.
+    random_state : int, RandomState instance or None, default=0
+        Seed of the random starts of the most violated candidate search
+        (:data:`multikernel.iokl.cutting_plane.N_STARTS`).
 """
 
 
@@ -179,7 +182,8 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C_labeled: float = 100.0,
                  C_unlabeled: float = 1.0, positive_fraction: float | None = None, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
+                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 random_state: int | np.random.RandomState | None = 0) -> None:
         self.kernels = kernels
         self.C_labeled = C_labeled
         self.C_unlabeled = C_unlabeled
@@ -192,6 +196,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
 
     @_on_small_pages
     def fit(self, X: Any, y: Any, unlabeled: Any = None) -> IOKLSemiSupervisedClassifier:
@@ -324,7 +329,8 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, level: str = "bag", C: float = 10.0,
                  portion: float = 0.0, round_keys: bool = True, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
+                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 random_state: int | np.random.RandomState | None = 0) -> None:
         self.kernels = kernels
         self.level = level
         self.C = C
@@ -338,6 +344,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
 
     @_on_small_pages
     def fit(self, X: Any, y: Any, bags: Any) -> IOKLMultipleInstanceClassifier:
@@ -445,7 +452,8 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
     def __init__(self, kernels: Sequence[KernelBuilder] | None = None, n_clusters: int = 2, balance: float = 0.1,
                  C: float = 1.0, theta: float | None = None, solver: str = DEFAULT_SOLVER, tol: float = 1e-3,
                  max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096,
-                 warm_start: bool = False, offset: float = 0.1) -> None:
+                 warm_start: bool = False, offset: float = 0.1, random_state: int | np.random.RandomState | None = 0
+                 ) -> None:
         self.kernels = kernels
         self.n_clusters = n_clusters
         self.balance = balance
@@ -458,6 +466,7 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
 
     @_on_small_pages
     def fit(self, X: Any, y: Any = None) -> IOKLClustering:
