@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
+from multikernel.iokl.checks import labelled_ratio, warn_one_class
 from multikernel.iokl.cutting_plane import DEFAULT_SOLVER, CuttingPlaneResult, cutting_plane, solve_candidates
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
 from multikernel.solve.smo import solve_qp
@@ -158,7 +159,8 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         Square hinge costs of the labelled and unlabelled samples (the thesis uses 100 and 0.1 or 1).
     positive_fraction : float, optional
         The balance constraint: the fraction of positives (the second class of ``classes_``) among the
-        unlabelled samples; default the labelled ratio.
+        unlabelled samples; default the labelled ratio, with a warning when it lies outside [0.3, 0.7]
+        (:func:`multikernel.iokl.checks.labelled_ratio`).
     {_COMMON_DOC}
     Attributes
     ----------
@@ -227,7 +229,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         lab = np.flatnonzero(~mask)
         free = np.flatnonzero(mask)
         yl = np.where(y[lab] == classes[1], 1.0, -1.0)
-        frac = float(np.mean(yl > 0)) if self.positive_fraction is None else float(self.positive_fraction)
+        frac = labelled_ratio(yl, len(free)) if self.positive_fraction is None else float(self.positive_fraction)
         if not 0.0 <= frac <= 1.0:
             raise ValueError(f"positive_fraction must lie in [0, 1]; got {self.positive_fraction!r}")
         k = int(round(frac * len(free)))
@@ -252,6 +254,17 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
 
     def predict(self, X: Any) -> np.ndarray:
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+_ONE_CLASS_CAUSE = {
+    "instance": "at the instance level the label search (4.11) adds labellings of the positive bags' instances that "
+                "agree with the negative class (they enlarge ||sum_i alpha_i y_i phi(x_i)||, the quantity it "
+                "maximises), and the mixture of these candidate groups scores every instance below the bias (musk1: "
+                "every bag negative for portion 0, 0.3 and 0.5). Use level='bag' (key instances), which does not "
+                "collapse",
+    "bag": "the key-instance relaxation found no positive margin on the training bags; check the bag labels and "
+           "try a larger C",
+}
 
 
 def _bag_lists(bags: Any, n: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -402,6 +415,10 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.group_coef_ = result.coefficients(inputs, per_group=True)
         active = np.flatnonzero(np.abs(self.group_coef_).sum(axis=(1, 2)) > 0)
         self.group_coef_ = self.group_coef_[active]
+        if self.level == "instance" or self.round_keys:  # bag score = the best instance's: from f on X itself
+            f = self._training_scores(inputs)
+            warn_one_class(classes[np.array([f[b].max() > 0 for b in lists]).astype(int)],
+                           _ONE_CLASS_CAUSE[self.level])
         return self
 
     def decision_function_instances(self, X: Any) -> np.ndarray:
