@@ -8,11 +8,13 @@ labelled part, ``LabelSpreading``, ``SelfTrainingClassifier(SVC)``, ``KMeans``, 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -24,7 +26,7 @@ __all__ = ["MISVM", "MIKernelSVM", "SILSVM", "miSVM"]
 
 
 class _MILBase(ClassifierMixin, BaseEstimator):
-    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C: float = 10.0, max_iter: int = 20
+    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C: float = 10.0, max_iter: int = 50
                  ) -> None:
         self.kernels = kernels
         self.C = C
@@ -32,6 +34,9 @@ class _MILBase(ClassifierMixin, BaseEstimator):
 
     def _prepare(self, X: Any, y: Any, bags: Any) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
         X = check_array(X)
+        if not (isinstance(self.max_iter, int | np.integer) and self.max_iter >= 1):
+            raise ValueError(f"max_iter must be a positive integer (SVM fits of the alternation); got "
+                             f"{self.max_iter!r}")
         lists, _ = _bag_lists(bags, len(X))
         y = np.asarray(y)
         yb = np.array([y[b][0] for b in lists]) if y.shape == (len(X),) else y
@@ -65,6 +70,11 @@ class _MILBase(ClassifierMixin, BaseEstimator):
         self.support_rows_ = rows
         self.svm_ = SVC(kernel="precomputed", C=self.C).fit(K[np.ix_(rows, rows)], labels)
 
+    def _capped(self, what: str) -> None:
+        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, and how to go on."""
+        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing; "
+                      f"the last SVM is kept. Increase max_iter", ConvergenceWarning, stacklevel=3)
+
 
 class SILSVM(_MILBase):
     """Single-instance learning: every instance takes its bag's label; one SVM."""
@@ -80,7 +90,8 @@ class SILSVM(_MILBase):
 
 class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
     """mi-SVM (Andrews et al. 2003): latent instance labels in positive bags, relabelled by ``sign(f)`` with at
-    least one positive per positive bag, until the labels stop changing."""
+    least one positive per positive bag, until the labels stop changing (a ``ConvergenceWarning`` when they
+    still change after ``max_iter`` SVM fits).  Every instance of a positive bag starts positive."""
 
     def fit(self, X: Any, y: Any, bags: Any) -> miSVM:
         K, lists, yb = self._prepare(X, y, bags)
@@ -88,38 +99,61 @@ class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
         for b, s in zip(lists, yb, strict=True):
             labels[b] = s
         rows = np.arange(len(K))
+        pos = [b for b, s in zip(lists, yb, strict=True) if s > 0]
+        self.n_iter_ = 0
         for _ in range(self.max_iter):
             self._fit_rows(K, rows, labels)
+            self.n_iter_ += 1
             f = self.svm_.decision_function(K)
             new = labels.copy()
-            for b, s in zip(lists, yb, strict=True):
-                if s > 0:
-                    new[b] = np.where(f[b] > 0, 1.0, -1.0)
-                    new[b[np.argmax(f[b])]] = 1.0
-            if np.array_equal(new, labels) or len(np.unique(new)) < 2:
+            for b in pos:
+                new[b] = np.where(f[b] > 0, 1.0, -1.0)
+                new[b[np.argmax(f[b])]] = 1.0
+            if np.array_equal(new, labels):
                 break
             labels = new
+        else:
+            self._capped("instance labels")
         return self
 
 
 class MISVM(_MILBase):
     """MI-SVM (Andrews et al. 2003): each positive bag is represented by its highest-scoring instance (the
-    witness); negative instances all stay; alternate until the witnesses stop changing."""
+    witness); negative instances all stay; alternate until the witnesses stop changing (a
+    ``ConvergenceWarning`` when they still change after ``max_iter`` SVM fits).
+
+    The first SVM represents each positive bag by its mean in the kernel's feature space (the start of
+    Andrews et al. and of the misvm package; its kernel entries are averages of the bag's kernel rows), so the
+    first witnesses are chosen by a classifier that has seen every instance of the positive bags.
+    """
 
     def fit(self, X: Any, y: Any, bags: Any) -> MISVM:
         K, lists, yb = self._prepare(X, y, bags)
         neg = np.concatenate([b for b, s in zip(lists, yb, strict=True) if s < 0])
         pos = [b for b, s in zip(lists, yb, strict=True) if s > 0]
-        # start from the bag means' nearest instances: the instance most similar to the rest of its bag
-        witness = np.array([b[np.argmax(K[np.ix_(b, b)].sum(axis=1))] for b in pos])
-        for _ in range(self.max_iter):
+        labels = np.r_[np.ones(len(pos)), -np.ones(len(neg))]
+        # the bag means: M = S K with S the averaging rows, so k(mean_b, x) = M[b, x] and k(mean_b, mean_c) =
+        # M[b] S_c'; one SVM on the means and the negative instances, scored on every instance
+        M = np.stack([K[b].mean(axis=0) for b in pos])
+        means = np.stack([M[:, b].mean(axis=1) for b in pos], axis=1)
+        units = np.block([[means, M[:, neg]], [M[:, neg].T, K[np.ix_(neg, neg)]]])
+        svm = SVC(kernel="precomputed", C=self.C).fit(units, labels)
+        f = svm.decision_function(np.hstack([M.T, K[:, neg]]))
+        witness = np.array([b[np.argmax(f[b])] for b in pos])
+        self.n_iter_ = 1
+        for _ in range(self.max_iter - 1):
             rows = np.r_[witness, neg]
-            self._fit_rows(K, rows, np.r_[np.ones(len(witness)), -np.ones(len(neg))])
+            self._fit_rows(K, rows, labels)
+            self.n_iter_ += 1
             f = self.svm_.decision_function(K[:, rows])
             new = np.array([b[np.argmax(f[b])] for b in pos])
             if np.array_equal(new, witness):
                 break
             witness = new
+        else:
+            if self.max_iter == 1:  # the means' SVM only: the classifier is the SVM of its witnesses
+                self._fit_rows(K, np.r_[witness, neg], labels)
+            self._capped("witnesses")
         return self
 
 
