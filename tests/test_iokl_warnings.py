@@ -1,5 +1,6 @@
 """Settings that silently decide an IOKL fit: the labelled ratio as the balance constraint, a one-class
-collapse of instance-level MIL; and the special case linking IOKL-SM to IOKL-HM (a huge theta)."""
+collapse of instance-level MIL, a baseline's alternation capped by max_iter; and the special case linking
+IOKL-SM to IOKL-HM (a huge theta)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ import numpy as np
 import pytest
 from _iokl_testing import drawn_bags
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import StandardScaler
 
 from multikernel.iokl import IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
+from multikernel.iokl.baselines import MISVM, miSVM
 
 pytestmark = [pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
               pytest.mark.filterwarnings("ignore:IOKL cutting plane stopped:RuntimeWarning")]
@@ -62,3 +65,18 @@ def test_instance_level_collapse_to_one_class_warns_and_names_the_cause():
         warnings.simplefilter("error", UserWarning)
         bag = IOKLMultipleInstanceClassifier(max_iter=5).fit(X, y, bags)
     assert len(np.unique(bag.predict(X, bags))) == 2
+
+
+@pytest.mark.parametrize(("cls", "what"), [(MISVM, "witnesses"), (miSVM, "instance labels")])
+def test_mil_baselines_stop_on_their_criterion_and_warn_when_capped(cls, what):
+    X, y, bags = drawn_bags(n_bags=16, seed=1)
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        done = cls(C=10.0).fit(X, y, bags)  # converges well within max_iter=50: no warning
+    assert 2 <= done.n_iter_ < 50  # the criterion held after a change: one fit fewer is capped
+    with pytest.warns(ConvergenceWarning, match=f"max_iter=1 with the {what} still changing"):
+        capped = cls(C=10.0, max_iter=1).fit(X, y, bags)
+    assert capped.n_iter_ == 1 and capped.predict(X, bags).shape == (len(np.unique(bags)),)
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        cls(max_iter=0).fit(X, y, bags)
