@@ -6,6 +6,8 @@ import warnings
 
 import numpy as np
 
+from multikernel.core.validation import shown
+
 __all__ = ["BALANCE_WARNING", "labelled_ratio", "warn_one_class"]
 
 BALANCE_WARNING = 0.2
@@ -34,5 +36,5 @@ def warn_one_class(predicted: np.ndarray, cause: str) -> None:
     """Warn when a fit predicts a single class on all of its own training bags or samples."""
     values = np.unique(predicted)
     if len(values) == 1:
-        warnings.warn(f"the fitted classifier predicts every training bag as {values[0]!r}: {cause}", UserWarning,
-                      stacklevel=3)
+        warnings.warn(f"the fitted classifier predicts every training bag as {shown(values[0])!r}: {cause}",
+                      UserWarning, stacklevel=3)
