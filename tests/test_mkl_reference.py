@@ -83,7 +83,7 @@ def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
     assert abs(res.objective - ref.value) <= tol * abs(res.objective) + ref.error
 
 
-#: The C grid of the warm-started walks below (and of ``benchmarks/sweep_presets.py --walk``).
+#: The C grid of the warm-started walks below (and of ``tests/sweep_presets.py --walk``).
 WALK = [1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4]
 
 

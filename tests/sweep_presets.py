@@ -6,15 +6,15 @@ unnormalised kernels scaled by up to 1e3, one point in a class, C from 1e-2 to 1
 preset at the estimator's defaults (tol 1e-3, max_iter 200).  A failure is a solve that does not converge or
 gives a ConvergenceWarning; each is printed with its ``make_problem(...)`` call, ready to paste into a
 regression test.  With ``--reference`` every converged objective is also compared with cvxpy + Clarabel
-(relative difference at most the tolerance).  Session 9's sweep found four solver defects this way.
+(relative difference at most the tolerance).
 
 With ``--walk`` each problem is solved along C = 1e-2 ... 1e4 and with ``--walk-param`` along the preset's own
 parameter (the soft margin protocol's grids), each fit warm-started from the previous one; ``--solver`` replaces the
 presets' solver.
 
-Run from the repository root (needs ``tests/`` and hypothesis)::
+Run from the repository root (needs the test extra: hypothesis, cvxpy)::
 
-    OMP_NUM_THREADS=1 python benchmarks/sweep_presets.py --draws 200 [--presets lpmkl,mkl_gl] [--reference]
+    OMP_NUM_THREADS=1 python tests/sweep_presets.py --draws 200 [--presets lpmkl,mkl_gl] [--reference]
 """
 
 from __future__ import annotations
@@ -25,14 +25,12 @@ import os
 import platform
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-from _mkl_testing import (  # noqa: E402
+# Run as a script, this file's folder (tests/) is first on sys.path, so the tests' helpers import directly.
+from _mkl_testing import (
     MKL_PRESETS,
     mkl_problems,
     reference,
@@ -40,7 +38,7 @@ from _mkl_testing import (  # noqa: E402
     without_local_constants,
 )
 
-from multikernel.core.registry import get_registry  # noqa: E402
+from multikernel.core.registry import get_registry
 
 
 def drawn_problems(n_draws: int, seed: int = 12345) -> list[Any]:

@@ -1,6 +1,6 @@
-"""Independent references written in cvxpy (a test dependency: ``pip install multikernel[test]``).
+"""Independent references of the bilinear classifiers written in cvxpy (a test dependency).
 
-Used by the tests and the benchmark only; the library's solvers never import this module.
+The library never imports this module.
 """
 
 from __future__ import annotations
