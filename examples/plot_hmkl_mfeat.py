@@ -21,7 +21,9 @@ from sklearn.model_selection import train_test_split
 from multikernel import MKLClassifier, create
 from multikernel.bilinear import HMKLClassifier
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 frame = pd.read_csv(DATA / "mfeat.csv")
 views = ["fou", "fac", "kar", "pix", "zer", "mor"]
 features = frame.drop(columns=["label"])

@@ -23,7 +23,9 @@ from sklearn.preprocessing import StandardScaler
 
 from multikernel import ITML_Supervised, ITMLPlus_Supervised
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 frame = pd.read_csv(DATA / "mfeat.csv")
 main = frame[[c for c in frame.columns if c.startswith("fou:")]].to_numpy(float)
 privileged = frame[[c for c in frame.columns if c.startswith("kar:")]].to_numpy(float)

@@ -23,7 +23,9 @@ from sklearn.preprocessing import StandardScaler
 from multikernel import IOKLMultipleInstanceClassifier
 from multikernel.iokl.baselines import miSVM
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 frame = pd.read_csv(DATA / "mil" / "musk1.csv")
 bags = frame["bag"].to_numpy()
 X = frame.drop(columns=["bag", "label"]).to_numpy(float)

@@ -19,7 +19,9 @@ from sklearn.model_selection import train_test_split
 from multikernel import MultiLabelRanker
 from multikernel.ranking import OneVsRestRanker, ranking_scores
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 frame = pd.read_csv(DATA / "yeast.csv")
 labels = [c for c in frame.columns if c.startswith("label:")]
 X, Y = frame.drop(columns=labels).to_numpy(float), frame[labels].to_numpy(int)

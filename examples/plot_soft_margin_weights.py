@@ -19,7 +19,9 @@ from sklearn.model_selection import train_test_split
 
 from multikernel import MKLClassifier, create
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 table = np.loadtxt(DATA / "heart.csv", delimiter=",", skiprows=1)
 X, y = table[:, :-1], table[:, -1]
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)

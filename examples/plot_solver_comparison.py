@@ -23,7 +23,9 @@ from multikernel import MKLProblem, create
 from multikernel.plugins.kernels import simplemkl_family
 from multikernel.stack.kernelset import KernelSet
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+# The data sets sit in shared/data beside the repository; examples run from their folder or from the root.
+ROOT = next(p for p in (Path.cwd(), *Path.cwd().parents) if (p / "examples" / "README.rst").is_file())
+DATA = ROOT.parent / "shared" / "data"
 table = np.loadtxt(DATA / "heart.csv", delimiter=",", skiprows=1)
 X, y = table[:, :-1], table[:, -1]
 X_train, _, y_train, _ = train_test_split(X, y, train_size=0.7, random_state=0, stratify=y)

@@ -126,7 +126,7 @@ def make_problem(n: int, positives: int, kinds: Sequence[str], copies: Sequence[
 
 
 #: The presets that minimise an MKL objective on one binary problem, each checked against cvxpy by the property
-#: test (tests/test_mkl_reference.py) and swept by tests/sweep_presets.py; the last seven are issue 12's.
+#: test (tests/test_mkl_reference.py) and swept by tests/sweep_presets.py; the last seven are the Bucak solver family's.
 MKL_PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
                "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]
 

@@ -1,4 +1,4 @@
-"""One read of the stack per outer iteration (issue 16): products ``K_m v`` and the combined kernel by columns.
+"""One read of the stack per outer iteration: products ``K_m v`` and the combined kernel by columns.
 
 The one-pass path (:class:`multikernel.solve.outer.Evaluator`, ``one_pass = True``) is compared with the
 two-pass path it replaces (combine, then quadratic forms; ``one_pass = False``) on the same fits:
