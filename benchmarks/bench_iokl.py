@@ -5,7 +5,7 @@ run IOKL-SM and report: cutting-plane iterations, time per iteration split into 
 weight steps), the quadratic forms of the violation certificate and the label search, and the ratio of the
 whole fit (the fastest of ``--repeats``, like the SVC's best of 3) to one scikit-learn ``SVC`` fit on the
 average kernel of the same data.  ``--musk2`` times a bag-level IOKL-SM fit on musk2 (6598 instances) against
-SVC fits on its instance kernel (the issue's target: 20 SVC fits).
+SVC fits on its instance kernel.
 
     python benchmarks/bench_iokl.py --n 500 1000 2000 [--max-iter 10] [--musk2 ../shared/data/mil/musk2.csv]
     python benchmarks/bench_iokl.py --n --musk2 ../shared/data/mil/musk2.csv     # musk2 only

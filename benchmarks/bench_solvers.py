@@ -1,4 +1,4 @@
-"""The MKL solver comparison (issue 12): every registered solver on every problem it can solve.
+"""The MKL solver comparison: every registered solver on every problem it can solve.
 
 Data: the public binary sets of ``../shared/data`` (heart, ionosphere, pima-diabetes, australian), 70/30
 split (seed 0, stratified), features standardized on the training part, SimpleMKL's kernel family (Gaussian
@@ -179,7 +179,7 @@ def main() -> None:
 
 
 def summary(results: dict) -> None:
-    """The issue's two targets, as ratios of times measured in the same run."""
+    """The headline ratios: smo_mkl against reduced_gradient_lp on lp, the level method against the fastest on L1."""
     print("\n## Targets")
     for (name, pname), rows in results.items():
         smo = rows.get("smo_mkl")

@@ -29,7 +29,7 @@ kernels += [create("kernel", "poly", degree=d) for d in (1, 2)]
 
 # %%
 rows = []
-for n in [1000, 2000, 4000, 8000]:
+for n in [1000, 2000, 4000]:
     X, y = make_ringnorm(n_samples=2 * n, random_state=0)
     X_train, X_test, y_train, y_test = train_test_split(X, y, train_size=n, random_state=0, stratify=y)
     model = MKLClassifier(kernels=kernels, method="sm1mkl", C=1.0, standardize=True, kernel_backend="lazy",

@@ -27,8 +27,9 @@ X, y = table[:, :-1], table[:, -1]
 X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.3, random_state=0, stratify=y)
 
 # %%
-# Three methods, one kernel family: Gaussian kernels at ten bandwidths and polynomial kernels of degree 1-3,
-# each on all features (the ``rbf_poly`` family), features standardized on the training part.
+# Three methods, one kernel family (``rbf_poly``): Gaussian kernels at five bandwidths (multiples of the mean
+# squared training distance), the linear kernel and polynomial kernels of degree 2 and 3, on all features,
+# standardized on the training part.
 methods = {"average": "average", "L1-MKL": "l1mkl", "SM1MKL (nu = 0.5)": "sm1mkl"}
 fits = {}
 for label, method in methods.items():
