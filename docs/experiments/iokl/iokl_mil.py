@@ -165,15 +165,17 @@ def summarize(path: Path, before: Path | None = None, cv_units: list[Path] | Non
     n_folds = int(res["fold"].max()) + 1
     agg = _accuracy(res)
     old = _accuracy(pd.read_csv(before)) if before is not None and before.exists() else None
+    earlier = " earlier results (--before) |" if old is not None else ""
     lines = [*HEADER, "| data set | method | accuracy % (mean over the folds run; ± sd over complete repetitions) | "
-             "repetitions x folds run | s per fit (wall, load varies) | earlier results (--before) | "
-             "thesis Table 4.5 |",
-             "|---|---|---|---|---|---|---|"]
+             f"repetitions x folds run | s per fit (wall, load varies) |{earlier} thesis Table 4.5 |",
+             "|---|---|---|---|---|" + ("---|" if old is not None else "") + "---|"]
     for (ds, m), row in agg.iterrows():
         sd = f" ± {100 * row['sd']:.1f}" if row["reps"] >= 2 else ""
-        prev = f"{100 * old.loc[(ds, m), 'mean']:.1f}" if old is not None and (ds, m) in old.index else ""
-        lines.append(f"| {ds} | {m} | {100 * row['mean']:.1f}{sd} | {_runs(row, n_folds)} | {row['seconds']:.1f} | "
-                     f"{prev} | {THESIS.get(ds, {}).get(m, 'n/a')} |")
+        prev = ""
+        if old is not None:
+            prev = f" {100 * old.loc[(ds, m), 'mean']:.1f} |" if (ds, m) in old.index else " |"
+        lines.append(f"| {ds} | {m} | {100 * row['mean']:.1f}{sd} | {_runs(row, n_folds)} | {row['seconds']:.1f} |"
+                     f"{prev} {THESIS.get(ds, {}).get(m, 'n/a')} |")
     present = [p for p in cv_units or [] if p.exists()]
     if present:
         lines += ["", *_cv_table(res, present)]
