@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -37,35 +38,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.metrics import label_ranking_loss, roc_auc_score
 from sklearn.model_selection import ShuffleSplit, StratifiedShuffleSplit
 
 from multikernel import create
-from multikernel.config.task_data import read_task_csv
 from multikernel.solve.fit import SolveSettings, build_parts, encode_targets, fit_mkl
 from multikernel.stack.kernelset import KernelSet
 
 ROOT = Path(__file__).resolve().parents[2]
-RBF_SCALES = tuple(2.0 ** k for k in range(-3, 4))  # the kernels of benchmarks/bench_multilabel_mkl.py
-
-
-def load_multilabel(name: str, data_dir: Path) -> tuple[np.ndarray, np.ndarray]:
-    """Features and the 0/1 label matrix of a MULAN set in ``data_dir`` (columns ``label:*``)."""
-    data = read_task_csv(data_dir / f"{name}.csv")
-    return data.X, np.asarray(data.y, dtype=int)
-
-
-def kernel_set() -> KernelSet:
-    """7 RBF kernels, linear, polynomial of degrees 2 and 3 on standardized features, trace-normalized."""
-    builders = [create("kernel", "rbf", gamma_scale=s) for s in RBF_SCALES]
-    builders += [create("kernel", "linear")] + [create("kernel", "poly", degree=d, gamma=1.0) for d in (2, 3)]
-    return KernelSet(builders, normalize="trace", standardize=True)
-
-
-def ranking_scores(Y: np.ndarray, scores: np.ndarray) -> dict[str, float]:
-    """Mean AUC over the labels with both values in ``Y`` and the ranking loss."""
-    aucs = [roc_auc_score(Y[:, j], scores[:, j]) for j in range(Y.shape[1]) if 0 < Y[:, j].sum() < len(Y)]
-    return {"auc": float(np.mean(aucs)), "ranking_loss": float(label_ranking_loss(Y, scores))}
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from bench_multilabel_mkl import kernel_set, load_multilabel, ranking_scores  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "multilabel-mkl"
 VIEWS = ("fou", "fac", "kar", "pix", "zer", "mor")
