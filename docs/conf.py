@@ -11,7 +11,6 @@ registry, so a new estimator, command or plugin appears without editing the docu
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -19,8 +18,6 @@ import multikernel
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE / "_sphinxext"))
-os.environ.setdefault("MPLBACKEND", "agg")
-os.environ.setdefault("OMP_NUM_THREADS", "1")  # the gallery's timings on a shared machine
 
 project = "multikernel"
 author = "multikernel developers"
