@@ -225,7 +225,7 @@ def test_mil_baselines_use_the_average_input_kernel():
 @pytest.mark.parametrize("theta", [None, 2.0])
 def test_default_fit_certifies_every_mkl_solve_where_candidates_nearly_tie(theta):
     """Candidates that differ in a few key instances give nearly equal groups, where the thesis's Algorithm 5
-    (``solver="bcd"``, the default until session 11) moves weight between them by a factor close to 1 per
+    (``solver="bcd"``) moves weight between them by a factor close to 1 per
     iteration: here 116 iterations for one solve, and on musk1 / elephant 200 (the cap) with gaps up to
     1.3e-2 > tol.  The default solver certifies every solve of the cutting plane within its tolerance, in a
     few iterations."""

@@ -1,4 +1,4 @@
-"""Inner cross-validation of MIL estimators in a task experiment (issue 14, session 6): grid points are chosen
+"""Inner cross-validation of MIL estimators in a task experiment: grid points are chosen
 on folds of whole training bags, and the choice equals a hand-written grouped cross-validation loop."""
 
 from __future__ import annotations

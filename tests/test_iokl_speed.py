@@ -1,4 +1,4 @@
-"""The session-6 speed changes of a whole IOKL fit (issue 14, Performance): each leaves the results as they were.
+"""The speed paths of a whole IOKL fit leave the results as the plain paths give them.
 
 * the input kernels of a shared base are mapped straight into the stack (``raw_blocks(out=...)``),
 * large fresh arrays are allocated on small pages (:func:`multikernel._pages.small_pages`),

@@ -173,7 +173,7 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
     the first write of that 348 MB kernel); for a subset of rows (the labelled part of SSL) only those rows
     of the average kernel are formed.  The scores differ from ``SVC``'s by up to the tolerance (7.6e-4 on
     musk2), which can pick another key instance of a bag, and the cutting plane's result moves with its start
-    (a local result: docs/benchmarks/iokl.md, session 11).
+    (a local result).
     """
     w = np.full(inputs.n_kernels, 1.0 / inputs.n_kernels)
     n = inputs.n_rows
