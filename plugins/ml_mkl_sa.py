@@ -122,8 +122,8 @@ class MLMKLSA(Solver):
     The defaults (``eta=3``, the SAGA estimate) were chosen on emotions and a synthetic 20-label problem
     (``benchmarks/bench_multilabel_mkl.py``); the batch, the first round and the step schedule across rounds
     on emotions and yeast (C = 1, 10), the sets of the benchmark; ``suffix=0.5`` and the step's scale by its
-    own estimate (session 6) on yeast (C = 10, the case that missed) and checked on yeast C = 1 and emotions
-    (C = 1, 10), three yeast splits (``docs/benchmarks/multilabel-mkl.md``).
+    own estimate on yeast (C = 10) and checked on yeast C = 1 and emotions (C = 1, 10), three yeast splits
+    (docs/benchmarks.md, multi-label MKL).
     """
 
     name = "ml_mkl_sa"

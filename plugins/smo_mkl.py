@@ -342,7 +342,7 @@ class SMOMKL(Solver):
         Shrink the active set of the SMO steps (the optimum does not depend on it).  Off by default: the
         shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
         scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
-        measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
+        measured on the lp problems of ``benchmarks/bench_solvers.py``.
     p1_solver : str or None, default="bcd"
         The registered solver that :meth:`solve` hands a problem with ``p = 1`` to (L1-MKL: the weights are
         not a function of ``alpha`` there), so that one solver serves a grid over ``p`` that includes 1 (the
@@ -354,7 +354,7 @@ class SMOMKL(Solver):
         its ``alpha`` a lower bound, and the steps continue from it when its objective is higher.  The primal
         from ``alpha`` alone is tight only once every point satisfies its KKT condition closely (heart, 182
         kernels, C = 10, p = 2: the dual value was within 2.3e-4 of the optimum after 231 steps, the primal
-        bound reached gap 1e-3 after 676; docs/benchmarks/solvers.md, session 6).  Costs one combined kernel
+        bound reached gap 1e-3 after 676).  Costs one combined kernel
         (a read of the stack) and one warm-started SVM per round.  ``False``: no combined kernel is ever
         formed (nor for a lazy stack, whatever this says); the certified gap is exact either way.
     """
@@ -416,7 +416,7 @@ class SMOMKL(Solver):
                 """Record the iterate's certificate (with the SVM bounds when its own misses tol): whether
                 it meets tol, and whether its forms were computed from the stack (not the steps' U)."""
                 mu, sol, q = state.evaluate(qp)
-                # Not at alpha = 0 (a cold start): an SVM at the start weights did not pay (session 6).
+                # Not at alpha = 0 (a cold start): an SVM at the start weights costs more than it saves.
                 if combined is not None and state.alpha.any() and not _meets(loop, mu, sol, q):
                     sol, q = state.svm_bounds(problem, loop, combined(mu))
                     return loop.record(mu, sol, q), True

@@ -1,4 +1,4 @@
-"""One read of the stack per outer iteration (issue 16): products ``K_m v`` and the combined kernel by columns.
+"""One read of the stack per outer iteration: products ``K_m v`` and the combined kernel by columns.
 
 The one-pass path (:class:`multikernel.solve.outer.Evaluator`, ``MKLProblem(one_pass=True)``) is compared with the
 two-pass path it replaces (combine, then quadratic forms; ``one_pass=False``) on the same fits:
@@ -8,9 +8,8 @@ two-pass path it replaces (combine, then quadratic forms; ``one_pass=False``) on
   from the kernel rows;
 * whole fits: the block coordinate descent methods (``lpmkl``, ``sm1mkl``) end at the same objective,
   certified gap and weights within 1e-10.  The level method (``l1mkl``) and the reduced gradient
-  (``simplemkl``) amplify rounding differences (an LP vertex or an SMO stopping step that flips, see the
-  note in docs/benchmarks/onepass.md), so for them the first iterations' certified bounds are compared to
-  1e-10 and both runs must reach the certified tolerance;
+  (``simplemkl``) amplify rounding differences (an LP vertex or an SMO stopping step that flips), so for them the first
+  iterations' certified bounds are compared to 1e-10 and both runs must reach the certified tolerance;
 * lazy stacks (which already solve by columns) and subset views keep the two-pass path and give the same fit.
 
 A fit from a raw array still reports NaN, asymmetric and indefinite kernels as before, and the combination

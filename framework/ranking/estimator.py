@@ -166,7 +166,8 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         MK-MLR: maximum outer iterations.
     half_factor : bool, default=False
         MLR-L1's thesis-literal update (a spurious 1/2, erratum E10 of the spec): it solves the problem of the
-        kernel ``K/2 + Diag(K)/2``.  For reproduction only.
+        kernel ``K/2 + Diag(K)/2``.  Use it to reproduce the thesis's published numbers; the default solves
+        the stated problem.
     kernel_dtype : {"float64", "float32"}, default="float64"
     kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
         Storage of the kernels; with ``"lazy"`` the solver reads rows of the (combined) kernel on demand through

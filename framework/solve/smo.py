@@ -394,7 +394,7 @@ def _newton_direction(Q: np.ndarray, g: np.ndarray, P: np.ndarray, tol: float) -
         null = V[:, ~rng] @ coef[~rng]
         # An eigenvector is accurate to eps ||H|| / gap: that much of the range part of b leaks into the null
         # part.  A "flat direction" below that floor is rounding, and a slide along it (tiny slope, huge step)
-        # breaks the equality constraints (session 6: y'alpha = 4e-4 at C = 1e4 on a rank-deficient stack).
+        # breaks the equality constraints (y'alpha = 4e-4 at C = 1e4 on a rank-deficient stack).
         floor = 0.0
         if rng.any():
             floor = 10.0 * np.finfo(float).eps * float(np.linalg.norm(b)) * float(w.max() / w[rng].min())
