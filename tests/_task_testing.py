@@ -210,3 +210,13 @@ def check_against_reference(task: Task, reg: Regularizer, res: MKLResult, tol: f
     assert res.objective == pytest.approx(upper, rel=1e-7, abs=1e-9 * scale), (res.objective, upper)
     assert res.lower_bound <= upper + 1e-9 * scale and lower <= upper + 1e-9 * scale, (res.lower_bound, lower, upper)
     assert upper - lower <= tol * abs(upper) + 1e-6 * scale, (upper, lower)
+
+
+def check_preset(task: Task, method: str, tol: float = 1e-3) -> None:
+    """The preset at its default parameters and the estimator's default tol, inner_tol and max_iter reaches its
+    certified gap without a warning, at the reference optimum."""
+    res, warned = solve_task(task, method, tol=tol)
+    assert res.converged and res.dual_gap <= tol and not warned, (res.n_iter, res.dual_gap, warned)
+    preset = get_registry().get("method", method)
+    reg = get_registry().create("regularizer", preset.regularizer, **preset.regularizer_params)
+    check_against_reference(task, reg, res, tol)

@@ -6,12 +6,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 from sklearn.base import OutlierMixin
+from sklearn.utils.validation import _num_samples
 
 from multikernel.core.validation import Constraint, NoneValue, Real
 from multikernel.estimators.base import FittedSpec
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.estimators.one_task import TaskMixin
-from multikernel.solve.fit import Targets, fit_mkl
+from multikernel.solve.fit import Targets
+from multikernel.stack.storage import KernelStack
 
 __all__ = ["MKLOneClass"]
 
@@ -83,19 +85,21 @@ class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
         -------
         self
         """
-        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: {self.method} outer iterations") \
-                as progress:
-            parts = self._parts()
-            warm = self._warm_fit()
-            stack, _ = self._fit_stack(X, None, first_weights=None if warm is not None else parts.regularizer.initial)
-            targets = Targets.one_class(stack.n_rows)
-            if warm is not None and warm.targets.blocks.shape != targets.blocks.shape:
-                warm = None  # other data: nothing to start from
-            fitted = fit_mkl(stack, targets, parts, self._settings(), warm=warm,
-                             callback=progress.as_callback() if self.verbose else None)
-            self._store(fitted)
+        super().fit(X, np.ones(self._n_samples(X)))  # the classifier's fit core, with the targets of one class
         self.offset_ = float(-self.intercept_[0])
         return self
+
+    def _n_samples(self, X: Any) -> int:
+        """The training samples of ``X``: rows of features, or of a precomputed stack in either layout."""
+        if isinstance(X, KernelStack):
+            return X.n_rows
+        shape = getattr(X, "shape", None)
+        if self._precomputed and shape is not None and len(shape) == 3 and shape[1] == shape[2] != shape[0]:
+            return int(shape[1])  # the library's layout (n_kernels, n, n)
+        return _num_samples(X)
+
+    def _encode_targets(self, y: Any) -> Targets:
+        return Targets.one_class(len(y))
 
     def score_samples(self, X: Any) -> np.ndarray:
         """``sum_m w_m K_m(x, .) alpha``: larger for more typical samples, shape (n_samples,)."""
