@@ -134,6 +134,11 @@ class MKLClassifierCV(KernelInputMixin, ClassifierMixin, BaseEstimator):
         ``ParameterGrid(regularizer_grid)``.
     path_n_iter_ : ndarray of the shape of ``scores_``
         Outer iterations of each fold's fit at each point (summed over one-vs-rest problems).
+    path_objective_ : ndarray of the shape of ``scores_``
+        Objective of each fold's fit at each point (summed over one-vs-rest problems): within
+        ``path_dual_gap_`` (relative) of that fold's optimum, as a cold fit is.
+    path_dual_gap_ : ndarray of the shape of ``scores_``
+        Certified relative duality gap of each fold's fit at each point (the largest over one-vs-rest problems).
     best_estimator_ : MKLClassifier
         The final model (with ``refit``).
     classes_, target_type_, weights_, dual_coef_, intercept_, n_iter_, objective_, dual_gap_, support_, \
@@ -302,19 +307,21 @@ kernel_names_, results_
 
         with tqdm(total=len(folds) * len(points), desc=f"{self.method} cross-validation", unit="fit",
                   leave=False, disable=not self.verbose) as bar:
-            def fold(train: np.ndarray, val: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            def fold(train: np.ndarray, val: np.ndarray) -> np.ndarray:
                 fold_train, fold_val = self._fold_stacks(stack, features, y, train, val)
                 return self._fold_path(fold_train, fold_val, targets.subset(train), _safe_indexing(y, val),
                                        points, settings, scorer, bar)
 
             runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(delayed(fold)(tr, va) for tr, va in folds)
 
-        scores = np.column_stack([s for s, _ in runs])  # (n_points, n_folds)
+        path = np.stack(runs, axis=1)  # (4, n_folds, n_points)
+        scores = path[0].T  # (n_points, n_folds), as select_best takes them
         best = select_best(scores)
         shape = (len(folds), len(Cs)) + ((len(rpoints),) if self.regularizer_grid else ())
         self.Cs_ = Cs
-        self.scores_ = scores.T.reshape(shape)
-        self.path_n_iter_ = np.column_stack([it for _, it in runs]).T.reshape(shape)
+        self.scores_ = path[0].reshape(shape)
+        self.path_n_iter_ = path[1].astype(np.int64).reshape(shape)
+        self.path_objective_, self.path_dual_gap_ = path[2].reshape(shape), path[3].reshape(shape)
         self.best_params_ = dict(points[best])
         self.best_score_ = float(np.mean(scores[best]))
         self.C_ = self.best_params_["C"]
@@ -338,9 +345,10 @@ kernel_names_, results_
 
     def _fold_path(self, fold_train: KernelStack, fold_val: KernelStack, targets: Targets, y_val: Any,
                    points: list[dict[str, Any]], settings: SolveSettings, scorer: Any, bar: Any
-                   ) -> tuple[np.ndarray, np.ndarray]:
-        """Every grid point of one fold along the warm-started path: its scores and outer iterations."""
-        scores, n_iter = np.full(len(points), np.nan), np.zeros(len(points), dtype=np.int64)
+                   ) -> np.ndarray:
+        """Every grid point of one fold along the warm-started path: rows of scores, outer iterations,
+        objectives and certified gaps, one column per point."""
+        out = np.full((4, len(points)), np.nan)
         shared = self.multiclass == "shared"
 
         def fit_at(i: int, previous: FittedMKL | None) -> FittedMKL:
@@ -348,11 +356,11 @@ kernel_names_, results_
                            n_jobs=1, params=points[i])
 
         for i, fitted in walk_path(points, fit_at):
-            scores[i] = (accuracy_score(y_val, fitted.predict(fold_val)) if scorer is None
-                         else scorer(_FoldModel(fitted), fold_val, y_val))
-            n_iter[i] = int(fitted.n_iter.sum())
+            score = (accuracy_score(y_val, fitted.predict(fold_val)) if scorer is None
+                     else scorer(_FoldModel(fitted), fold_val, y_val))
+            out[:, i] = score, fitted.n_iter.sum(), fitted.objective.sum(), fitted.dual_gap.max()
             bar.update()
-        return scores, n_iter
+        return out
 
     # ------------------------------------------------------------------------------------------
     # prediction
