@@ -129,8 +129,8 @@ def test_fold_fits_along_the_path_reach_the_cold_optimum(drawn):
 # --------------------------------------------------------------------------------------------------
 # scikit-learn conformance
 # --------------------------------------------------------------------------------------------------
-@parametrize_with_checks([MKLClassifierCV(Cs=2, cv=2, max_iter=20),
-                          MKLClassifierCV(kernels="precomputed", Cs=2, cv=2, max_iter=20)])
+@parametrize_with_checks([MKLClassifierCV(method="lpmkl", Cs=2, cv=2, max_iter=20),
+                          MKLClassifierCV(kernels="precomputed", method="average", Cs=2, cv=2)])
 def test_sklearn_compatible(estimator, check):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -168,11 +168,24 @@ def test_a_parameter_the_regularizer_lacks_is_named():
         MKLClassifierCV(method="sm1mkl", regularizer_grid={"p": [2.0]}).fit(X, y)
 
 
-def test_a_fold_without_a_class_is_named():
+def test_a_training_fold_of_one_class_is_named():
     X, y = _cancer(40)
     order = np.argsort(y, kind="stable")  # unshuffled folds of sorted labels: a training fold of one class
-    with pytest.raises(ValueError, match="single value in the training fold"):
+    with pytest.raises(ValueError, match="training fold 0 of cv: y has 1 class"):
         MKLClassifierCV(Cs=2, cv=KFold(2)).fit(X[order], y[order])
+
+
+def test_a_class_missing_from_a_fold_is_left_out_of_that_fold_as_in_grid_search():
+    X, y = load_wine(return_X_y=True)
+    rows = np.r_[np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20], np.flatnonzero(y == 2)[:3]]
+    X, y = X[rows], y[rows]
+    fold = np.arange(len(y)) % 3
+    fold[y == 2] = 0  # class 2 (3 samples) is absent from the first training fold
+    cv = [(np.flatnonzero(fold != k), np.flatnonzero(fold == k)) for k in range(3)]
+    ours = MKLClassifierCV(method="lpmkl", Cs=[0.1, 10.0], cv=cv, standardize=True).fit(X, y)
+    search = GridSearchCV(MKLClassifier(method="lpmkl", standardize=True), {"C": [0.1, 10.0]}, cv=cv).fit(X, y)
+    np.testing.assert_array_equal(ours.scores_, _split_scores(search, 3))
+    assert ours.best_params_ == search.best_params_
 
 
 def test_an_unknown_scorer_is_named():

@@ -307,12 +307,17 @@ kernel_names_, results_
 
         with tqdm(total=len(folds) * len(points), desc=f"{self.method} cross-validation", unit="fit",
                   leave=False, disable=not self.verbose) as bar:
-            def fold(train: np.ndarray, val: np.ndarray) -> np.ndarray:
+            def fold(k: int, train: np.ndarray, val: np.ndarray) -> np.ndarray:
+                try:  # the fold's own classes, as the plain estimator fitted on the fold has them
+                    fold_targets = encode_targets(_safe_indexing(y, train))
+                except ValueError as error:
+                    raise ValueError(f"training fold {k} of cv: {error}") from error
                 fold_train, fold_val = self._fold_stacks(stack, features, y, train, val)
-                return self._fold_path(fold_train, fold_val, targets.subset(train), _safe_indexing(y, val),
-                                       points, settings, scorer, bar)
+                return self._fold_path(fold_train, fold_val, fold_targets, _safe_indexing(y, val), points, settings,
+                                       scorer, bar)
 
-            runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(delayed(fold)(tr, va) for tr, va in folds)
+            runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
+                delayed(fold)(k, tr, va) for k, (tr, va) in enumerate(folds))
 
         path = np.stack(runs, axis=1)  # (4, n_folds, n_points)
         scores = path[0].T  # (n_points, n_folds), as select_best takes them
