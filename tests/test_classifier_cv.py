@@ -201,3 +201,14 @@ def test_without_refit_it_chooses_and_says_why_it_cannot_predict():
     assert not hasattr(clf, "weights_")
     with pytest.raises(ValueError, match="refit=False"):
         clf.predict(X)
+
+
+def test_save_and_load_keep_the_search_and_the_final_model(tmp_path):
+    X, y = _cancer(60)
+    clf = MKLClassifierCV(method="sm1mkl", Cs=[0.1, 1.0], regularizer_grid={"nu": [0.5, 1.0]}, cv=2).fit(X, y)
+    clf.save(tmp_path / "cv.npz")
+    back = MKLClassifierCV.load(tmp_path / "cv.npz")
+    assert back.get_params()["regularizer_grid"] == {"nu": [0.5, 1.0]}
+    assert back.best_params_ == clf.best_params_ and back.C_ == clf.C_
+    np.testing.assert_array_equal(back.scores_, clf.scores_)
+    np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))

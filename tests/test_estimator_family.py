@@ -28,6 +28,7 @@ from multikernel.estimators.base import MultikernelEstimator
 # Small, fast settings of each registered estimator (the rest are its defaults).
 FAST: dict[str, dict] = {
     "mkl": {"max_iter": 20},
+    "mkl_cv": {"max_iter": 20, "Cs": 2, "cv": 2},
     "hmkl": {"max_iter": 20},
     "iokl_mil": {"max_iter": 3},
     "ki_svm": {"max_iter": 3},

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -23,12 +23,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import accuracy_score, check_scoring
 from sklearn.model_selection import ParameterGrid, check_cv
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import check_is_fitted, validate_data
-from tqdm.auto import tqdm
+from sklearn.utils.validation import validate_data
 
 from multikernel.core.interfaces import Component, KernelBuilder
-from multikernel.core.validation import check_positive_integer, check_positive_real
-from multikernel.estimators.classifier import MKLClassifier
+from multikernel.core.validation import Boolean, Constraint, InstanceOf, Integer, NoneValue, check_positive_real
+from multikernel.estimators.base import MultikernelEstimator
+from multikernel.estimators.classifier import MKL_CONSTRAINTS, MKLClassifier
 from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.solve.fit import FittedMKL, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
 from multikernel.solve.grid_path import select_best, walk_path
@@ -49,7 +49,7 @@ _FITTED = ("classes_", "target_type_", "weights_", "dual_coef_", "intercept_", "
 _PREFIX = "regularizer__"
 
 
-class MKLClassifierCV(KernelInputMixin, ClassifierMixin, BaseEstimator):
+class MKLClassifierCV(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
     """Multiple kernel learning classifier with ``C`` (and the regularizer's parameters) chosen by
     cross-validation along a warm-started path.
 
@@ -163,6 +163,13 @@ kernel_names_, results_
     True
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        **{k: v for k, v in MKL_CONSTRAINTS.items() if k != "C"},
+        "Cs": [Integer(low=1), InstanceOf(list, tuple, np.ndarray, label="a list of positive values of C")],
+        "regularizer_grid": [InstanceOf(Mapping, label="a dict of parameter name -> list of values"), NoneValue()],
+        "refit": [Boolean()],
+    }
+
     def __init__(
         self,
         kernels: str | Sequence[KernelBuilder] = "rbf_poly",
@@ -219,22 +226,17 @@ kernel_names_, results_
     # parameters
     # ------------------------------------------------------------------------------------------
     def _Cs(self) -> np.ndarray:
-        if isinstance(self.Cs, numbers.Integral) and not isinstance(self.Cs, bool):
-            return np.logspace(-2, 3, check_positive_integer("Cs", self.Cs))
-        if isinstance(self.Cs, (str, bytes, Mapping)) or not isinstance(self.Cs, (Sequence, np.ndarray)):
-            raise ValueError(f"Cs must be a number of values or a list of positive values of C; got {self.Cs!r}")
-        values = list(np.ravel(np.asarray(self.Cs, dtype=object))) if np.ndim(self.Cs) else []
-        if not values or np.ndim(self.Cs) != 1:
-            raise ValueError(f"Cs must be a non-empty list of positive values of C; got {self.Cs!r}")
-        return np.array([check_positive_real("each value of Cs", c) for c in values], dtype=np.float64)
+        if isinstance(self.Cs, numbers.Number):  # a count (checked by the constraints)
+            return np.logspace(-2, 3, int(self.Cs))
+        if np.ndim(self.Cs) != 1 or not len(self.Cs):
+            raise ValueError(f"{type(self).__name__}: Cs must be a non-empty list of positive values of C; "
+                             f"got {self.Cs!r}")
+        return np.array([check_positive_real("each value of Cs", c) for c in self.Cs], dtype=np.float64)
 
     def _regularizer_points(self) -> list[dict[str, Any]]:
         grid = self.regularizer_grid
         if grid is None:
             return [{}]
-        if not isinstance(grid, Mapping):
-            raise ValueError(f"regularizer_grid must be a dict of parameter name -> list of values (e.g. "
-                             f"{{'nu': [0.1, 0.5]}}); got {type(grid).__name__}")
         for name, values in grid.items():
             if not isinstance(name, str) or name == "C" or "__" in name:
                 raise ValueError(f"regularizer_grid keys are the regularizer's parameter names (e.g. 'nu', not "
@@ -243,13 +245,13 @@ kernel_names_, results_
                 raise ValueError(f"regularizer_grid[{name!r}] must be a non-empty list of values; got {values!r}")
         return list(ParameterGrid({_PREFIX + k: list(v) for k, v in grid.items()})) if grid else [{}]
 
+    def _check_params(self) -> None:
+        self._points()
+
     def _points(self) -> tuple[np.ndarray, list[dict[str, Any]], list[dict[str, Any]]]:
         """``Cs``, the regularizer's points and the grid in :class:`~sklearn.model_selection.ParameterGrid`
         order (``C`` outermost: "C" sorts before "regularizer__..."), every point's parts checked."""
         Cs, rpoints = self._Cs(), self._regularizer_points()
-        if not isinstance(self.refit, (bool, np.bool_)):
-            raise ValueError(f"refit must be True or False; got {self.refit!r}")
-        self._estimator_at({"C": 1.0})._check_params()
         points = [{"C": float(C), **r} for C in Cs for r in rpoints]
         for point in points[:len(rpoints)]:  # the parts depend on the regularizer's point only
             self._parts_at(point)
@@ -286,27 +288,24 @@ kernel_names_, results_
         -------
         self
         """
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        Cs, rpoints, points = self._points()
-        X_given = X
-        if self._precomputed:
-            stack, y = self._fit_stack(X, y)
-            features = None
-        else:
-            features, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
-            stack = None
-        n = stack.n_rows if stack is not None else len(features)
-        if len(y) != n:
-            raise ValueError(f"X has {n} samples but y has {len(y)} labels")
-        targets = encode_targets(y)
-        scorer = None if self.scoring is None else check_scoring(self, scoring=self.scoring)
-        folds = list(check_cv(self.cv, y, classifier=targets.kind != "multilabel").split(np.empty((n, 0)), y, groups))
-        settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
-                                 stopping=self.stopping)
+        with self._fit_context(desc=f"{type(self).__name__}: {self.method} fold fits") as progress:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            Cs, rpoints, points = self._points()
+            if self._precomputed:
+                stack, y = self._fit_stack(X, y)
+                features, n = None, stack.n_rows
+            else:
+                features, y = validate_data(self, X, y, dtype=np.float64, multi_output=True)
+                stack, n = None, len(features)
+            if len(y) != n:
+                raise ValueError(f"X has {n} samples but y has {len(y)} labels")
+            targets = encode_targets(y)
+            scorer = None if self.scoring is None else check_scoring(self, scoring=self.scoring)
+            folds = list(check_cv(self.cv, y, classifier=True).split(np.empty((n, 0)), y, groups))
+            settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
+                                     stopping=self.stopping)
 
-        with tqdm(total=len(folds) * len(points), desc=f"{self.method} cross-validation", unit="fit",
-                  leave=False, disable=not self.verbose) as bar:
             def fold(k: int, train: np.ndarray, val: np.ndarray) -> np.ndarray:
                 try:  # the fold's own classes, as the plain estimator fitted on the fold has them
                     fold_targets = encode_targets(_safe_indexing(y, train))
@@ -314,15 +313,23 @@ kernel_names_, results_
                     raise ValueError(f"training fold {k} of cv: {error}") from error
                 fold_train, fold_val = self._fold_stacks(stack, features, y, train, val)
                 return self._fold_path(fold_train, fold_val, fold_targets, _safe_indexing(y, val), points, settings,
-                                       scorer, bar)
+                                       scorer, progress)
 
             runs = Parallel(n_jobs=self.n_jobs, prefer="threads")(
                 delayed(fold)(k, tr, va) for k, (tr, va) in enumerate(folds))
+            self._store_path(np.stack(runs, axis=1), Cs, rpoints, points, targets)
+            if self.refit:
+                self.best_estimator_ = self._estimator_at(self.best_params_).fit(X, y)
+                for name in _FITTED:
+                    setattr(self, name, getattr(self.best_estimator_, name))
+        return self
 
-        path = np.stack(runs, axis=1)  # (4, n_folds, n_points)
+    def _store_path(self, path: np.ndarray, Cs: np.ndarray, rpoints: list[dict[str, Any]],
+                    points: list[dict[str, Any]], targets: Targets) -> None:
+        """The fitted attributes of the search from the fold paths' rows, shape (4, n_folds, n_points)."""
         scores = path[0].T  # (n_points, n_folds), as select_best takes them
         best = select_best(scores)
-        shape = (len(folds), len(Cs)) + ((len(rpoints),) if self.regularizer_grid else ())
+        shape = (path.shape[1], len(Cs)) + ((len(rpoints),) if self.regularizer_grid else ())
         self.Cs_ = Cs
         self.scores_ = path[0].reshape(shape)
         self.path_n_iter_ = path[1].astype(np.int64).reshape(shape)
@@ -332,11 +339,6 @@ kernel_names_, results_
         self.C_ = self.best_params_["C"]
         self.regularizer_params_ = {k[len(_PREFIX):]: v for k, v in self.best_params_.items() if k.startswith(_PREFIX)}
         self.classes_, self.target_type_ = targets.classes, targets.kind
-        if self.refit:
-            self.best_estimator_ = self._estimator_at(self.best_params_).fit(X_given, y)
-            for name in _FITTED:
-                setattr(self, name, getattr(self.best_estimator_, name))
-        return self
 
     def _fold_stacks(self, stack: KernelStack | None, features: np.ndarray | None, y: Any, train: np.ndarray,
                      val: np.ndarray) -> tuple[KernelStack, KernelStack]:
@@ -349,7 +351,7 @@ kernel_names_, results_
         return fold_train, builder._cross_stack(features[val])
 
     def _fold_path(self, fold_train: KernelStack, fold_val: KernelStack, targets: Targets, y_val: Any,
-                   points: list[dict[str, Any]], settings: SolveSettings, scorer: Any, bar: Any
+                   points: list[dict[str, Any]], settings: SolveSettings, scorer: Any, progress: Any
                    ) -> np.ndarray:
         """Every grid point of one fold along the warm-started path: rows of scores, outer iterations,
         objectives and certified gaps, one column per point."""
@@ -364,14 +366,14 @@ kernel_names_, results_
             score = (accuracy_score(y_val, fitted.predict(fold_val)) if scorer is None
                      else scorer(_FoldModel(fitted), fold_val, y_val))
             out[:, i] = score, fitted.n_iter.sum(), fitted.objective.sum(), fitted.dual_gap.max()
-            bar.update()
+            progress.update(C=points[i]["C"], score=float(score))
         return out
 
     # ------------------------------------------------------------------------------------------
     # prediction
     # ------------------------------------------------------------------------------------------
     def _final(self) -> MKLClassifier:
-        check_is_fitted(self)
+        self._check_fitted()
         if not hasattr(self, "best_estimator_"):
             raise ValueError(f"{type(self).__name__} was fitted with refit=False: it chose C_={self.C_!r} but "
                              f"fitted no final model; fit with refit=True to predict")
