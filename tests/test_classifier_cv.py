@@ -212,3 +212,12 @@ def test_save_and_load_keep_the_search_and_the_final_model(tmp_path):
     assert back.best_params_ == clf.best_params_ and back.C_ == clf.C_
     np.testing.assert_array_equal(back.scores_, clf.scores_)
     np.testing.assert_array_equal(back.decision_function(X), clf.decision_function(X))
+
+
+def test_folds_in_parallel_threads_give_the_same_search():
+    X, y = _cancer(60)
+    one = MKLClassifierCV(method="lpmkl", Cs=[0.1, 1.0, 10.0], cv=3, n_jobs=1).fit(X, y)
+    two = MKLClassifierCV(method="lpmkl", Cs=[0.1, 1.0, 10.0], cv=3, n_jobs=2).fit(X, y)
+    np.testing.assert_array_equal(one.scores_, two.scores_)
+    np.testing.assert_array_equal(one.path_objective_, two.path_objective_)
+    assert one.best_params_ == two.best_params_
