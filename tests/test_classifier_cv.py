@@ -221,3 +221,10 @@ def test_folds_in_parallel_threads_give_the_same_search():
     np.testing.assert_array_equal(one.scores_, two.scores_)
     np.testing.assert_array_equal(one.path_objective_, two.path_objective_)
     assert one.best_params_ == two.best_params_
+
+
+def test_verbose_reports_every_fold_fit(capsys):
+    X, y = _cancer(40)
+    MKLClassifierCV(method="lpmkl", Cs=[0.1, 1.0], cv=2, verbose=1).fit(X, y)
+    err = capsys.readouterr().err
+    assert "MKLClassifierCV: lpmkl fold fits: 4" in err and "score" in err
