@@ -369,8 +369,9 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
                                                  "convention), so the labels {-1, 1} of this check leave one class"},
 }
 
-# Estimators whose conformance has its own test (both kernel modes of MKLClassifier: tests/test_estimator.py).
-OWN_CONFORMANCE_TEST = {"mkl"}
+# Estimators whose conformance has its own test (both kernel modes of MKLClassifier: tests/test_estimator.py; of
+# MKLClassifierCV: tests/test_classifier_cv.py).
+OWN_CONFORMANCE_TEST = {"mkl", "mkl_cv"}
 
 
 def _conformance_instances() -> list:

@@ -303,8 +303,7 @@ kernel_names_, results_
             targets = encode_targets(y)
             scorer = None if self.scoring is None else check_scoring(self, scoring=self.scoring)
             folds = list(check_cv(self.cv, y, classifier=True).split(np.empty((n, 0)), y, groups))
-            settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
-                                     stopping=self.stopping)
+            settings = self._estimator_at(points[0])._settings()  # the plain estimator's, as each fold's fit
 
             def fold(k: int, train: np.ndarray, val: np.ndarray) -> np.ndarray:
                 try:  # the fold's own classes, as the plain estimator fitted on the fold has them
