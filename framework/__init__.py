@@ -35,6 +35,7 @@ from multikernel.errors import (
     PluginError,
 )
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.classifier_cv import MKLClassifierCV
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.solve.fit import FittedMKL, Parts, SolveSettings, Targets, build_parts, encode_targets, fit_mkl
@@ -43,6 +44,7 @@ from multikernel.stack.storage import DenseStack, KernelStack
 __all__ = [
     "__version__",
     "MKLClassifier",
+    "MKLClassifierCV",
     "ITML",
     "ITML_Supervised",
     "ITMLPlus",

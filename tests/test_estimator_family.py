@@ -29,6 +29,7 @@ from multikernel.estimators.base import MultikernelEstimator
 # Small, fast settings of each registered estimator (the rest are its defaults).
 FAST: dict[str, dict] = {
     "mkl": {"max_iter": 20},
+    "mkl_cv": {"max_iter": 20, "Cs": 2, "cv": 2},
     "hmkl": {"max_iter": 20},
     "iokl_mil": {"max_iter": 3},
     "ki_svm": {"max_iter": 3},
@@ -386,8 +387,9 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "IOKLSemiSupervisedClassifier": {"check_classifiers_classes": _UNLABELLED_MARK},
 }
 
-# Estimators whose conformance has its own test (both kernel modes of MKLClassifier: tests/test_estimator.py).
-OWN_CONFORMANCE_TEST = {"mkl"}
+# Estimators whose conformance has its own test (both kernel modes of MKLClassifier: tests/test_estimator.py; of
+# MKLClassifierCV: tests/test_classifier_cv.py).
+OWN_CONFORMANCE_TEST = {"mkl", "mkl_cv"}
 
 
 # Task kinds whose calling convention scikit-learn's checks cannot use (they call fit(X, y)): their estimators'
