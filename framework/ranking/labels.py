@@ -44,6 +44,9 @@ def check_label_matrix(Y: Any, n_samples: int | None = None, *, allow_missing: b
     """
     if hasattr(Y, "toarray"):
         Y = Y.toarray()
+    if np.asarray(Y).dtype.kind == "c":  # float64 conversion would drop the imaginary parts silently
+        raise ValueError(f"{what} holds complex numbers; it must hold 0 (irrelevant), 1 (relevant) and NaN "
+                         f"(unknown)")
     try:
         arr = np.array(Y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
