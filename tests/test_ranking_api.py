@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _model_files import assert_damaged_files_refused, round_trip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import CalibratedClassifierCV
@@ -17,8 +18,6 @@ from multikernel.ranking import MLkNN, MultiLabelRanker, OneVsRestRanker
 from multikernel.ranking import estimator as est_module
 from multikernel.ranking import solver as solver_module
 from multikernel.ranking.metrics import known_ranking_loss
-
-from _model_files import assert_damaged_files_refused, round_trip
 
 
 def _data(n=40, m=4, seed=0):

@@ -12,7 +12,7 @@ from sklearn.linear_model import LinearRegression
 
 from multikernel import DenseStack, KernelStack, MKLProblem, get_registry
 from multikernel.core.interfaces import Component
-from multikernel.core.validation import Constraint, InstanceOf, Integer, NoneValue, Options, Plugin, RandomState, Real
+from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, RandomState, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
 from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.ranking.inner import RankingInner
