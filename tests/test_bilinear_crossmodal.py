@@ -136,7 +136,7 @@ def test_different_kernels_and_builders():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the stall safeguard may end the fit before the gap reaches tol
         est.fit(Xa, ya, Xb, yb)
-    assert est.duality_gap_ < 0.05
+    assert est.dual_gap_ < 0.05
     assert est.transform(Xb[:3], "b").shape == (3, est.n_components_)
 
 

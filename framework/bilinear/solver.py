@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -247,13 +248,15 @@ class PSDResult:
 
 
 def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float = 1e-3, max_iter: int = 500,
-                 min_inner_tol: float = 1e-10, stall_window: int = 20) -> PSDResult:
+                 min_inner_tol: float = 1e-10, stall_window: int = 20,
+                 callback: Callable[[PSDResult], None] | None = None) -> PSDResult:
     """Projected gradient on the PSD cone for ``min_S J(S)`` (section 3.2), for any problem ``prob``.
 
     ``prob.svm(S, alpha0, factor)`` returns the sub-problem's solution with ``objective`` (``J(S)``) and
     ``gtg`` (``G'G``, so that ``grad J = 1/2 (I - G'G)``); ``prob.certify(S, sub)`` returns the primal upper
     bound and the best dual lower bound.  The step is Armijo backtracking along the projection arc; see
-    :func:`fit_trace_norm` for the stopping rules.
+    :func:`fit_trace_norm` for the stopping rules.  ``callback(result)`` is called with the start and with every
+    accepted iterate (the certified state an interrupted fit keeps).
     """
     w = sigma.shape[0]
     start = time.perf_counter()
@@ -264,6 +267,13 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
                     rank=int(psd_factor(sigma, 1e-6)[1].size), step=0.0, time=time.perf_counter() - start)]
     step = 1.0
     n_iter = 0
+
+    def result() -> PSDResult:
+        return PSDResult(sigma=sigma, sub=sub, primal=primal, dual=dual, gap=gap, n_iter=n_iter,
+                         converged=gap <= tol, history=list(history))
+
+    if callback is not None:
+        callback(result())
     while gap > tol and n_iter < max_iter:
         grad = 0.5 * (np.eye(w) - sub.gtg)
         accepted = False
@@ -301,12 +311,13 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
         history.append(dict(objective=sub.objective, primal=primal, dual=dual, gap=gap,
                             rank=int(lam.size if lam.size == 0 else (lam > 1e-6 * lam.max()).sum()),
                             step=eta, time=time.perf_counter() - start))
+        if callback is not None:
+            callback(result())
         if n_iter >= stall_window:
             before = history[-1 - stall_window]["objective"]
             if before - sub.objective <= 0.1 * tol * abs(sub.objective):
                 break
-    return PSDResult(sigma=sigma, sub=sub, primal=primal, dual=dual, gap=gap, n_iter=n_iter,
-                     converged=gap <= tol, history=history)
+    return result()
 
 
 def fit_trace_norm(
@@ -321,6 +332,7 @@ def fit_trace_norm(
     stall_window: int = 20,
     sigma0: np.ndarray | None = None,
     alpha0: np.ndarray | None = None,
+    callback: Callable[[Callable[[], BilinearFit]], None] | None = None,
 ) -> BilinearFit:
     """Fit the trace-norm bilinear classifier by projected gradient on ``S`` (Kobayashi 2014, section 3.2).
 
@@ -350,6 +362,9 @@ def fit_trace_norm(
         Start (PSD); default the identity, where the sub-problem is the linear SVM on ``vec(X)``.
     alpha0 : ndarray of shape (n,), optional
         Warm start of the first SVM solve.
+    callback : callable, optional
+        Called with the start and every accepted step as ``callback(snapshot)``; ``snapshot()`` returns the
+        :class:`BilinearFit` of that iterate (what an interrupted fit keeps).
 
     Returns
     -------
@@ -360,13 +375,22 @@ def fit_trace_norm(
     w = X.shape[2]
     prob = _Problem(MatrixKernel(X), y, float(C), float(inner_tol))
     sigma = np.eye(w) if sigma0 is None else np.array(sigma0, dtype=np.float64)
+
+    def on_step(res: PSDResult) -> None:
+        bias = prob.bias  # certify set it for this iterate
+        callback(lambda: _bilinear_fit(res, bias, X, y, prob.timings))
+
     res = minimize_psd(prob, sigma, alpha0, tol=tol, max_iter=max_iter, min_inner_tol=min_inner_tol,
-                       stall_window=stall_window)
-    if not res.converged:
+                       stall_window=stall_window, callback=None if callback is None else on_step)
+    if not res.converged and max_iter > 0:
         warnings.warn(f"the trace-norm bilinear fit stopped after {res.n_iter} steps with a certified relative "
                       f"gap {res.gap:.2e} > tol={tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+    return _bilinear_fit(res, prob.bias, X, y, prob.timings)
+
+
+def _bilinear_fit(res: PSDResult, bias: float, X: np.ndarray, y: np.ndarray, timings: dict) -> BilinearFit:
     alpha = res.sub.alpha
     coef = np.tensordot(alpha * y, X, axes=1) @ res.sigma  # eq. (18)
-    return BilinearFit(sigma=res.sigma, alpha=alpha, bias=prob.bias, coef=coef, objective=res.sub.objective,
+    return BilinearFit(sigma=res.sigma, alpha=alpha, bias=bias, coef=coef, objective=res.sub.objective,
                        primal=res.primal, dual=res.dual, gap=res.gap, n_iter=res.n_iter, converged=res.converged,
-                       history=res.history, timings=prob.timings)
+                       history=res.history, timings=dict(timings))
