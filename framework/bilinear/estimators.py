@@ -133,7 +133,7 @@ class _MatrixClassifier(OneVsRestPredictMixin, ClassifierMixin, MultikernelEstim
     }
 
     def _fit_binary(self, X: np.ndarray, y: np.ndarray, max_iter: int,
-                    on_step: Callable[[Callable[[], tuple]], None] | None) -> tuple[np.ndarray, np.ndarray, float, dict]:
+                    on_step: Callable[[Callable[[], tuple]], None] | None) -> tuple:
         """Fit one problem on ``X`` (n, h, w) with ``w <= h`` in at most ``max_iter`` iterations (0: the start);
         return ``(W_h, W_w, b, info)``.  ``on_step(snapshot)`` after every iteration, ``snapshot()`` giving that
         iterate's ``(W_h, W_w, b, info)``."""
