@@ -4,9 +4,9 @@ import warnings
 
 import numpy as np
 import pytest
+from _model_files import assert_damaged_files_refused, round_trip
 from sklearn.exceptions import ConvergenceWarning
 
-from _model_files import assert_damaged_files_refused, round_trip
 from multikernel import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.bilinear import solver as solver_module
 from multikernel.errors import FitInterruptedWarning

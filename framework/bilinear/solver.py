@@ -31,8 +31,9 @@ from sklearn.exceptions import ConvergenceWarning
 from multikernel._threads import blas_for
 from multikernel.solve.smo import solve_qp
 
-__all__ = ["BilinearFit", "fit_trace_norm", "sub_problem_max_iter", "gradient_rounding", "best_bias", "primal_objective", "psd_factor", "MatrixKernel",
-           "minimize_psd", "trace_norm_from_gtg", "SubSolution", "PSDResult"]
+__all__ = ["BilinearFit", "fit_trace_norm", "sub_problem_max_iter", "gradient_rounding", "best_bias",
+           "primal_objective", "psd_factor", "MatrixKernel", "minimize_psd", "trace_norm_from_gtg", "SubSolution",
+           "PSDResult"]
 
 # Armijo sufficient-decrease constant and backtracking factor (spec section 12 defaults).
 _ARMIJO = 1e-4
