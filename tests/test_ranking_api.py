@@ -1,5 +1,6 @@
 """The rankers as library estimators: ranking score, save/load, progress and Ctrl-C, bad input."""
 
+import pickle
 import warnings
 
 import numpy as np
@@ -8,9 +9,11 @@ from _model_files import assert_damaged_files_refused, round_trip
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.calibration import CalibratedClassifierCV
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import label_ranking_loss
 from sklearn.model_selection import GridSearchCV, KFold
 from sklearn.svm import SVC
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from multikernel import create
 from multikernel.errors import FitInterruptedWarning
@@ -197,3 +200,62 @@ def test_round_trip_precomputed(tmp_path):
     for est in (MultiLabelRanker(kernels="precomputed"), OneVsRestRanker(kernels="precomputed")):
         est.fit(Ks, Y)
         round_trip(est, tmp_path / "p.npz", {"decision_function": (Ks[:7],)})
+
+
+# ---------------------------------------------------------------------------------------------------------
+# scikit-learn conformance
+# ---------------------------------------------------------------------------------------------------------
+#: scikit-learn's checks give a multi-output-only estimator one target column, (n, 1), of class labels; a ranker
+#: orders at least two labels of a 0/1 indicator matrix, so these checks stop at the label check.  Their
+#: substance is checked with label matrices below (test_ranker_api_with_label_matrices).
+_ONE_TARGET_COLUMN = (
+    "check_classifier_data_not_an_array", "check_classifiers_train", "check_dict_unchanged",
+    "check_dont_overwrite_parameters", "check_dtype_object", "check_estimators_dtypes",
+    "check_estimators_fit_returns_self", "check_estimators_nan_inf", "check_estimators_overwrite_params",
+    "check_estimators_pickle", "check_f_contiguous_array_estimator", "check_fit2d_1feature", "check_fit2d_1sample",
+    "check_fit2d_predict1d", "check_fit_check_is_fitted", "check_fit_idempotent", "check_fit_score_takes_y",
+    "check_methods_sample_order_invariance", "check_methods_subset_invariance", "check_n_features_in",
+    "check_n_features_in_after_fitting", "check_pipeline_consistency",
+    "check_readonly_memmap_input", "check_positive_only_tag_during_fit", "check_classifiers_one_label",
+    "check_classifiers_classes", "check_classifiers_regression_target",
+)
+
+
+def _expected_failures(estimator):
+    reasons = dict.fromkeys(_ONE_TARGET_COLUMN, "needs a label matrix of at least two columns; the check gives "
+                                                 "one column of class labels")
+    if isinstance(estimator, MultiLabelRanker):
+        reasons["check_non_transformer_estimators_n_iter"] = reasons["check_fit_idempotent"]
+    if not isinstance(estimator, OneVsRestRanker):
+        reasons["check_classifier_multioutput"] = ("a ranker's scores are not margins at 0: labels are predicted "
+                                                   "above a learnt threshold (MLR) or a posterior of 1/2 (ML-kNN)")
+    return reasons
+
+
+@parametrize_with_checks([MultiLabelRanker(max_sweeps=200), OneVsRestRanker(), MLkNN(k=3)],
+                         expected_failed_checks=_expected_failures)
+def test_sklearn_conformance(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        check(estimator)
+
+
+@pytest.mark.parametrize("make", [lambda: MultiLabelRanker(), lambda: OneVsRestRanker(), lambda: MLkNN(k=3)],
+                         ids=["mlr", "ovr", "mlknn"])
+def test_ranker_api_with_label_matrices(make):
+    """What the checks above cannot run, with label matrices: fit returns self and leaves the parameters, a refit
+    and pickling give the same scores, the order of the test samples does not matter, the feature count is
+    checked, and an unfitted ranker raises NotFittedError."""
+    X, Y = _data()
+    est = make()
+    with pytest.raises(NotFittedError):
+        est.decision_function(X)
+    params = est.get_params()
+    assert est.fit(X, Y) is est and est.get_params() == params and est.n_features_in_ == X.shape[1]
+    scores = est.decision_function(X)
+    np.testing.assert_allclose(make().fit(X, Y).decision_function(X), scores)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(est)).decision_function(X), scores)
+    order = np.random.default_rng(0).permutation(len(X))
+    np.testing.assert_allclose(est.decision_function(X[order]), scores[order], atol=1e-12)
+    with pytest.raises(ValueError, match="features"):
+        est.decision_function(X[:, :2])

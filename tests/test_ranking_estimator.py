@@ -146,7 +146,7 @@ def test_bad_inputs(data):
         MultiLabelRanker().fit(X, Y[:, :1])
     with pytest.raises(ValueError, match="no training sample has both"):
         MultiLabelRanker().fit(X, np.ones_like(Y))
-    with pytest.raises(ValueError, match="requires Y"):
+    with pytest.raises(ValueError, match="requires y"):
         MultiLabelRanker().fit(X, None)
     for params, match in [({"method": "rank"}, "method must be"), ({"C": 0}, "C must be"),
                           ({"eta": 0.5}, "eta must be"), ({"threshold": "median"}, "threshold must be"),
