@@ -14,6 +14,7 @@ updates, the stopping rule and the choices made where the sources are silent.
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -317,15 +318,24 @@ class _MetricBase(MahalanobisMixin, MultikernelEstimator):
                 lam: float = 1.0, dual_correction: bool = True,
                 keep: Callable[[np.ndarray, np.ndarray, int], Callable[[], None]] | None = None) -> tuple[int, float]:
         """Sweep until the duals settle (``tol``) or ``max_iter`` sweeps; ``keep(M, P, n)`` makes the function
-        that stores the model of sweep ``n`` (``None``: an interrupt here has nothing to keep)."""
-        n, conv = 0, np.inf
+        that stores the model of sweep ``n`` (``None``: an interrupt here has nothing to keep).
+
+        With ``verbose`` every call of the compiled loop runs one sweep (one progress line each); otherwise the
+        sweeps per call double while a call takes under 50 ms, so that the calls' overhead (copies of the duals
+        and of the metrics kept for Ctrl-C) stays small (one sweep per call was 10-17 % slower on 300 samples).
+        """
+        n, conv, chunk = 0, np.inf, 1
         while n < self.max_iter:
+            start = time.perf_counter()
             done, conv = run_projections(X, Z, idx, y, priv, state, gamma=gamma, lam=lam,
-                                         dual_correction=dual_correction, tol=self.tol, max_iter=1)
+                                         dual_correction=dual_correction, tol=self.tol,
+                                         max_iter=min(chunk, self.max_iter - n))
             n += done
             progress.update(keep=None if keep is None else keep(state.M.copy(), state.P.copy(), n), change=conv)
             if conv < self.tol:
                 break
+            if not self.verbose and time.perf_counter() - start < 0.05:
+                chunk *= 2
         return n, conv
 
     def _itml(self, progress, X, idx, y, bounds, prior, gamma, rng, owner, sample_rows=None, keep=None):
