@@ -39,7 +39,7 @@ from multikernel.bilinear.estimators import OneVsRestPredictMixin, encode_class_
 from multikernel.bilinear.solver import PSDResult, _Problem, minimize_psd, psd_factor
 from multikernel.core.validation import Constraint, Integer, Options, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
-from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
 from multikernel.stack.storage import DenseStack
 
 __all__ = ["TRANSFORMATIONS", "HMKLClassifier", "kernel_transforms", "StackKernel"]
@@ -234,6 +234,7 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, M
         "verbose": [Integer(low=0)],
     }
     _fitted_schema: ClassVar[dict[str, FittedSpec] | None] = {
+        **KERNEL_INPUT_FITTED,
         "classes_": FittedSpec("labels", (1,)),
         "sigma_": FittedSpec("real", (3,)),
         "coef_": FittedSpec("real", (3,)),
@@ -244,12 +245,6 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, M
         "objective_": FittedSpec("real", (1,)),
         "n_iter_": FittedSpec("int", (1,)),
         "fit_info_": FittedSpec("any"),
-        "kernel_names_": FittedSpec("text", (1,)),
-        "kernel_set_": FittedSpec("any", required=False),
-        "n_features_in_": FittedSpec("int", (0,)),
-        "feature_names_in_": FittedSpec("text", (1,), required=False),
-        "n_train_": FittedSpec("int", (0,), required=False),
-        "precomputed_layout_": FittedSpec("text", (0,), required=False),
     }
 
     def __init__(self, kernels: object = "rbf_poly", kernel_params: dict | None = None, normalize: str = "trace",
@@ -350,11 +345,8 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, M
         return scores[:, 0] if self.classes_.size == 2 else scores
 
     def _check_loaded(self) -> None:
-        if not self._precomputed and self.kernel_set_ is None:
-            raise ValueError("a model fitted on features without its kernel set")
-        if self._precomputed and getattr(self, "n_train_", None) is None:
-            raise ValueError("a precomputed-kernel model without its number of training samples")
-        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else self.n_train_
+        check_loaded_kernel_input(self, self.dual_coef_.shape[-1])
+        n_train = self.dual_coef_.shape[-1]
         n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
         w = len(self.kernel_names_)
         if self.dual_coef_.shape != (n_problems, w, n_train) or self.intercept_.shape != (n_problems,) or \

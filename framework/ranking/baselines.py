@@ -24,7 +24,8 @@ from sklearn.utils.validation import validate_data
 
 from multikernel.core.validation import Boolean, Constraint, Integer, Options, RandomState, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
-from multikernel.ranking.estimator import KernelRankerMixin, RankerMixin, _check_kernel_model
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, check_loaded_kernel_input
+from multikernel.ranking.estimator import KernelRankerMixin, RankerMixin
 from multikernel.ranking.labels import check_label_matrix
 
 __all__ = ["OneVsRestRanker", "MLkNN"]
@@ -87,6 +88,7 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
         "random_state": [RandomState()],
     }
     _fitted_schema: ClassVar[dict[str, FittedSpec]] = {
+        **KERNEL_INPUT_FITTED,
         "weights_": FittedSpec("real", (1,)),
         "classes_": FittedSpec("int", (1,)),
         "support_": FittedSpec("any"),
@@ -94,12 +96,6 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
         "intercept_": FittedSpec("real", (1,)),
         "sigmoid_": FittedSpec("real", (2,)),
         "constant_": FittedSpec("real", (1,)),
-        "kernel_names_": FittedSpec("text", (1,)),
-        "kernel_set_": FittedSpec("any", required=False),
-        "n_features_in_": FittedSpec("int", (0,)),
-        "feature_names_in_": FittedSpec("text", (1,), required=False),
-        "n_train_": FittedSpec("int", (0,), required=False),
-        "precomputed_layout_": FittedSpec("text", (0,), required=False),
     }
 
     def __init__(self, C: float = 1.0, platt: bool = False, kernels: Any = "rbf",
@@ -204,7 +200,8 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
         return (self.decision_function(X) > (0.5 if self.platt else 0.0)).astype(np.int64)
 
     def _check_loaded(self) -> None:
-        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else getattr(self, "n_train_", 0)
+        ks = getattr(self, "kernel_set_", None)
+        n_train = ks.n_train_ if ks is not None else getattr(self, "n_train_", 0)
         m = len(self.classes_)
         if not (len(self.support_) == len(self.dual_coef_) == m and self.sigmoid_.shape == (m, 2)
                 and len(self.intercept_) == m and len(self.constant_) == m
@@ -216,7 +213,7 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
                 raise ValueError("a label's support and coefficients that do not match")
             if rows.size and (rows.min() < 0 or rows.max() >= max(n_train, 1)):
                 raise ValueError(f"a support index outside the {n_train} training samples")
-        _check_kernel_model(self, n_train)
+        check_loaded_kernel_input(self, n_train)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:

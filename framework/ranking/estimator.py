@@ -14,7 +14,7 @@ from multikernel import DenseStack, KernelStack, MKLProblem, get_registry
 from multikernel.core.interfaces import Component
 from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, RandomState, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
-from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, signed_labels
 from multikernel.ranking.metrics import known_ranking_loss
@@ -262,6 +262,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator)
         "random_state": [RandomState()],
     }
     _fitted_schema: ClassVar[dict[str, FittedSpec]] = {
+        **KERNEL_INPUT_FITTED,
         "coef_": FittedSpec("real", (2,)),
         "weights_": FittedSpec("real", (1,)),
         "classes_": FittedSpec("int", (1,)),
@@ -270,12 +271,6 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator)
         "threshold_": FittedSpec("any"),
         "n_iter_": FittedSpec("int", (0,)),
         "pairless_samples_": FittedSpec("int", (1,)),
-        "kernel_names_": FittedSpec("text", (1,)),
-        "kernel_set_": FittedSpec("any", required=False),
-        "n_features_in_": FittedSpec("int", (0,)),
-        "feature_names_in_": FittedSpec("text", (1,), required=False),
-        "n_train_": FittedSpec("int", (0,), required=False),
-        "precomputed_layout_": FittedSpec("text", (0,), required=False),
     }
 
     def __init__(
@@ -459,7 +454,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator)
         self.results_ = None
 
     def _check_loaded(self) -> None:
-        _check_kernel_model(self, self.coef_.shape[0])
+        check_loaded_kernel_input(self, self.coef_.shape[0])
         n_labels = len(self.classes_)
         if self.coef_.shape[1] != n_labels or len(self.weights_) != len(self.kernel_names_):
             raise ValueError(f"coefficients of shape {self.coef_.shape}, {len(self.weights_)} weights, "
@@ -472,15 +467,3 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator)
 
 def _relative_gap(primal: float, dual: float) -> float:
     return float((primal - dual) / max(abs(primal), 1e-12))
-
-
-def _check_kernel_model(est: Any, rows: int) -> None:
-    """A loaded kernel model has its kernel set (features) or its training size (precomputed), and coefficients
-    for that many training samples."""
-    if not est._precomputed and est.kernel_set_ is None:
-        raise ValueError("a model fitted on features without its kernel set")
-    if est._precomputed and getattr(est, "n_train_", None) is None:
-        raise ValueError("a precomputed-kernel model without its number of training samples")
-    n_train = est.kernel_set_.n_train_ if est.kernel_set_ is not None else est.n_train_
-    if rows != n_train:
-        raise ValueError(f"coefficients for {rows} training samples, but {n_train} in the kernels")
