@@ -79,12 +79,16 @@ class MultikernelEstimator(BaseEstimator):
 
     - ``_parameter_constraints``: ``{"C": [Real(low=0)], "method": [Plugin("method")], ...}``;
     - ``_fitted_schema`` (optional): ``{"weights_": FittedSpec("real", (1, 2)), ...}`` for load-time checks;
+    - ``_unsaved_attributes``: fitted attributes a model file leaves out (``("results_",)`` by default);
     - in ``fit``: ``with self._fit_context(total=self.max_iter, desc=...) as progress:`` around the work, and
       ``progress.update(keep=..., gap=...)`` once per iteration of their own loops.
     """
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {}
     _fitted_schema: ClassVar[dict[str, FittedSpec] | None] = None
+    #: Fitted attributes a saved model leaves out (the solvers' full results with their histories); after
+    #: loading they hold what :meth:`_restore_unsaved` sets.
+    _unsaved_attributes: ClassVar[tuple[str, ...]] = ("results_",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

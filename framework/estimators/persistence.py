@@ -67,9 +67,6 @@ FORMAT_VERSION = 3
 #: The largest metadata entry a model file may have (the JSON of parameters and layout, not the arrays).
 MAX_META_BYTES = 64 * 2**20
 
-#: Fitted attributes that a saved model leaves out: the solvers' full results (with histories; ``results_`` is
-#: empty after loading) and the time of the fit.
-_NOT_SAVED = ("results_",)
 
 _FITTED_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*_")
 _JSON_SCALARS = (str, int, float, bool, type(None))
@@ -193,7 +190,7 @@ def _encode_estimator(est: Any, store: _ArrayStore) -> dict[str, Any]:
     from multikernel.estimators.base import class_key
 
     return {"class": class_key(type(est)), "params": _jsonable(est.get_params(deep=False)),
-            "fitted": _encode_fitted(est, store, skip=_NOT_SAVED)}
+            "fitted": _encode_fitted(est, store, skip=tuple(type(est)._unsaved_attributes))}
 
 
 def save_model(est: Any, path: str | Path) -> None:

@@ -10,8 +10,8 @@ import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LinearRegression
 
-from multikernel import DenseStack, KernelStack, MKLProblem, get_registry
-from multikernel.core.interfaces import Component
+from multikernel.core.interfaces import Component, MKLProblem
+from multikernel.core.registry import get_registry
 from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, RandomState, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
 from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
@@ -21,6 +21,7 @@ from multikernel.ranking.metrics import known_ranking_loss
 from multikernel.ranking.solver import pairless_samples, solve_mlr
 from multikernel.solve.outer import INNER_TOL_FLOOR
 from multikernel.solve.smo import KernelColumns
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = ["MultiLabelRanker", "KernelRankerMixin", "RankerMixin", "learn_thresholds"]
 
