@@ -394,7 +394,8 @@ class CrossModalEmbedding(MultikernelEstimator):
 
     def predict(self, X: object, modality: str = "a") -> np.ndarray:
         """The class with the largest score (eq. 45)."""
-        return self.classes_[np.argmax(self.decision_function(X, modality), axis=1)]
+        scores = self.decision_function(X, modality)
+        return self.classes_[np.argmax(scores, axis=1)]
 
     def _check_loaded(self) -> None:
         w, r = len(self.classes_), self.n_components_
