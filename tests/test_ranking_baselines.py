@@ -83,5 +83,5 @@ def test_bad_inputs(data):
         MLkNN(k=60).fit(X, Y)
     with pytest.raises(ValueError, match="only 0"):
         OneVsRestRanker().fit(X, 3 * Y)
-    with pytest.raises(ValueError, match="requires Y"):
+    with pytest.raises(ValueError, match="requires y"):
         MLkNN().fit(X, None)
