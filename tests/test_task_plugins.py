@@ -442,7 +442,8 @@ def test_tiny_ssl_config_with_a_grid(tmp_path):
     clustering = _config(tmp_path, SSL.replace('kind = "ssl"', 'kind = "clustering"').replace(
         "labeled = [8]", "").replace('name = "ssl_svm"', 'name = "kmeans"').replace("C = [1.0, 100.0]",
                                                                                    "n_init = [1, 10]"))
-    with pytest.raises(ConfigError, match=r"estimators\[0\]\.grid\.n_init: 2 values but clustering tasks have no labels"):
+    with pytest.raises(ConfigError,
+                       match=r"estimators\[0\]\.grid\.n_init: 2 values but clustering tasks have no labels"):
         run_experiment(clustering)
 
 
