@@ -239,7 +239,7 @@ def test_bad_X(X, match):
 
 def test_bad_y_and_predict_shape():
     X, y = _problem(37, 20, 4, 3)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="one class"):
         BilinearClassifier().fit(X, np.ones(20))
     with pytest.raises(ValueError, match="one label per sample"):
         BilinearClassifier().fit(X, y[:5])

@@ -81,7 +81,7 @@ def encode_class_labels(y: Any, n_samples: int, owner: str) -> tuple[np.ndarray,
         raise ValueError("Unknown label type: y holds continuous values; a classifier needs class labels")
     encoder = LabelEncoder().fit(y)
     if encoder.classes_.size < 2:
-        raise ValueError(f"y has a single class {shown(encoder.classes_[0])!r}; a classifier needs at least two")
+        raise ValueError(f"y has one class ({shown(encoder.classes_[0])!r}); a classifier needs at least two")
     return encoder.classes_, encoder.transform(y)
 
 
