@@ -7,7 +7,7 @@ package: interfaces, registry, kernel stack, estimators, configuration, CLI), ``
 """
 
 from multikernel._version import __version__
-from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.config.schema import RunConfig, config_from_dict, load_config
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import (
@@ -53,6 +53,8 @@ __all__ = [
     "ITMLS_Supervised",
     "BilinearClassifier",
     "BilinearSVMClassifier",
+    "HMKLClassifier",
+    "CrossModalEmbedding",
     "IOKLSemiSupervisedClassifier",
     "IOKLMultipleInstanceClassifier",
     "IOKLClustering",
