@@ -31,7 +31,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, minres
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel._ext import _smo, _stack
+from multikernel._ext import _box, _smo, _stack
 from multikernel.core.interfaces import KernelColumns
 from multikernel.core.validation import check_positive_real
 
@@ -201,30 +201,9 @@ def _fill(beta: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> No
 
 
 def _project(x0: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> np.ndarray:
-    """Euclidean projection of ``x0`` on ``{lb <= x <= ub, sum(x) = target}`` (bisection on the shift)."""
-
-    def h(lam: float) -> float:
-        return float(np.clip(x0 + lam, lb, ub).sum())
-
-    lo_lam, hi_lam = 0.0, 0.0
-    step = max(1.0, abs(target - h(0.0)))
-    if h(0.0) < target:
-        hi_lam = step
-        while h(hi_lam) < target:
-            lo_lam, hi_lam = hi_lam, 2.0 * hi_lam
-    else:
-        lo_lam = -step
-        while h(lo_lam) > target:
-            hi_lam, lo_lam = lo_lam, 2.0 * lo_lam
-    for _ in range(100):
-        mid = 0.5 * (lo_lam + hi_lam)
-        if mid in (lo_lam, hi_lam):
-            break
-        if h(mid) < target:
-            lo_lam = mid
-        else:
-            hi_lam = mid
-    x = np.clip(x0 + 0.5 * (lo_lam + hi_lam), lb, ub)
+    """Euclidean projection of ``x0`` on ``{lb <= x <= ub, sum(x) = target}``; rounding's residual filled."""
+    x = _box.project(np.ascontiguousarray(x0, dtype=np.float64), np.ascontiguousarray(lb, dtype=np.float64),
+                     np.ascontiguousarray(ub, dtype=np.float64), float(target))
     _fill(x, lb, ub, target)
     return x
 
