@@ -5,6 +5,7 @@ A ``.pxd`` with inline functions and C macros only: it is compiled into each mod
 module of its own to import at run time.
 
 * ``MK_DISPATCH`` (C macro): AVX2 + FMA clones of a hot loop, chosen at load time on x86-64 CPUs that have them;
+* ``prefetch``: a software prefetch of one cache line;
 * ``TAU`` and the bound tests ``in_up`` / ``in_low`` of the SMO variants (``_smo``, ``_smo_mkl``, ``_crossmodal``);
 * ``signal_pending``: the Ctrl-C check of the nogil loops;
 * ``Slots``: the bookkeeping of a least-recently-used cache of kernel rows (``_smo``, ``_smo_mkl``);
@@ -28,8 +29,12 @@ cdef extern from *:
     #endif
     /* libsvm's tau: the curvature a pair step assumes where the true curvature is not positive. */
     #define MK_TAU 1e-12
+    /* Ask for the cache line holding p (read, keep in every cache level): for short or strided streams, which
+       the hardware prefetchers do not ramp up on. */
+    static inline void mk_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
     """
     const double TAU "MK_TAU"
+    void prefetch "mk_prefetch" (const void *p) noexcept nogil
 
 
 # --------------------------------------------------------------------------------------------------

@@ -34,15 +34,9 @@ from cython cimport floating
 from libc.math cimport INFINITY, fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
-from _common cimport TAU, Slots, in_low, in_up, signal_pending, slots_evict, slots_put
+from _common cimport TAU, Slots, in_low, in_up, prefetch, signal_pending, slots_evict, slots_put
 
 import numpy as np
-
-cdef extern from *:
-    """
-    static inline void mk_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
-    """
-    void mk_prefetch(const void *p) noexcept nogil
 
 cdef Py_ssize_t PREFETCH_AHEAD = 8      # kernels ahead whose rows a step asks the memory for (see _prefetch_row)
 
@@ -53,7 +47,7 @@ cdef inline void _prefetch_row(const floating* p, Py_ssize_t n) noexcept nogil:
     row's lines are requested PREFETCH_AHEAD kernels before they are used."""
     cdef Py_ssize_t k = 0, step = 64 // sizeof(floating)
     while k < n:
-        mk_prefetch(p + k)
+        prefetch(p + k)
         k += step
 
 
