@@ -310,6 +310,9 @@ _POLISH_DENSE = 300          # faces up to this size are solved by an eigendecom
 _POLISH_MAX_STEPS = 30       # Newton steps of one polish (each one ends on the face's optimum or on a bound)
 _POLISH_MAX_ROUNDS = 20      # polishes per solve; then SMO runs on without stall detection
 _POLISH_MAX_MINRES = 500     # MINRES iterations per Newton step (each costs one f x f product)
+# Problems up to this size polish over every variable (an active-set walk across faces, up to 4 n more steps,
+# each an eigendecomposition of at most n x n: below 0.5 s per polish); larger ones polish the free face only.
+_POLISH_RELEASE_MAX = 100
 
 
 def _stall_window(n: int) -> int:
@@ -398,7 +401,7 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
     With the bound variables fixed, a step minimises the objective over the free ones under the equality
     constraints (:func:`_newton_direction`), taken to its exact line minimum or to the first bound on the way.
     A step stopped by a bound fixes that variable and the next step solves the smaller face: a primal
-    active-set method.  On problems of up to ``_POLISH_DENSE`` variables the method also releases, at each face
+    active-set method.  On problems of up to ``_POLISH_RELEASE_MAX`` variables it also releases, at each face
     optimum, the bound variable whose KKT condition is violated most (against the face's equality multipliers),
     so that a polish walks across faces to the optimum itself (at most ``_POLISH_MAX_STEPS + 4 n`` steps): at
     large C on rank-deficient kernels SMO crawls from face to face as slowly as it crawls within one.  On larger
@@ -410,7 +413,7 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
     n_free = int(is_free.sum())
     if n_free == 0 or n_free > _POLISH_MAX_FREE:
         return None
-    release = n <= _POLISH_DENSE
+    release = n <= _POLISH_RELEASE_MAX
     U = np.arange(n) if release else np.flatnonzero(is_free)  # the variables the polish may move
     f = len(U)
     Q = _face_kernel(Kd, provider, U)
