@@ -13,18 +13,13 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
+cimport _common  # MK_DISPATCH: AVX2 + FMA clones of the hot loops, chosen at load time
+
 # The dot products are written in C so that ``omp simd`` may vectorize their float reductions (GCC does
 # not reassociate a float sum on its own).  The float32 variant widens each element to double first:
 # the stack's storage precision must not become the precision of the sums.
 cdef extern from *:
     """
-    /* AVX2 + FMA clones of the hot loops, chosen at load time on x86-64 CPUs that have them: the
-       portable build targets SSE2, which halves the throughput of these bandwidth-bound loops. */
-    #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) && __GNUC__ >= 11) && !defined(__clang__)
-    #define MK_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
-    #else
-    #define MK_DISPATCH
-    #endif
     MK_DISPATCH static double mk_dot_f64(const double *k, const double *v, Py_ssize_t n) {
         double s = 0.0;
         #pragma omp simd reduction(+:s)
