@@ -27,7 +27,7 @@ from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
-           "certified_lower_bound", "revived", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP",
+           "certified_lower_bound", "certified_forms", "truncation_slack", "revived", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP",
            "inner_tol_floor"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.  It was 1e-9
@@ -73,6 +73,26 @@ def certified_lower_bound(problem: MKLProblem, alpha: np.ndarray, q: np.ndarray)
     if ray is None:
         return plain
     return ray_lower_bound(problem.regularizer, q, *ray, plain=plain)
+
+
+def truncation_slack(problem: MKLProblem, coef: np.ndarray) -> np.ndarray | None:
+    """What the quadratic forms of ``coef`` on the exact kernels may exceed those of the stack by, per kernel.
+
+    ``None`` for a stack that holds its kernels exactly; a factored stack
+    (:class:`~multikernel.stack.factored.FactoredStack`) bounds the forms of its truncation residuals.
+    """
+    bound = getattr(problem.stack, "truncation_bound", None)
+    return None if bound is None else bound(coef)
+
+
+def certified_forms(problem: MKLProblem, coef: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Quadratic forms for a certified lower bound: ``q`` plus :func:`truncation_slack`.
+
+    ``dual_bound`` is non-decreasing in ``q`` (the weights are non-negative), so the lower bound at forms
+    that bound the exact kernels' from above bounds the optimum of the problem on the exact kernels.
+    """
+    slack = truncation_slack(problem, coef)
+    return q if slack is None else q + slack
 
 
 def fixed_weights(problem: MKLProblem) -> bool:
@@ -124,11 +144,14 @@ class OuterLoop:
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
         if q is not None:
-            lower = certified_lower_bound(p, sol.alpha, q)
+            lower = certified_lower_bound(p, sol.alpha, certified_forms(p, sol.coef, q))
         elif fixed_weights(p):
             # D = {mu}: dual_bound(q/2) = mu'q/2 - Omega(mu), and L(alpha) - mu'q/2 is the inner dual
             # objective on K(mu), which the inner solve computed without reading the stack again
             lower = sol.dual_objective + p.regularizer.penalty(mu)
+            slack = truncation_slack(p, sol.coef)
+            if slack is not None:
+                lower -= 0.5 * float(mu @ slack)
         else:
             lower = -math.inf
         if upper < self.upper:
