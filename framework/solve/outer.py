@@ -27,8 +27,8 @@ from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
-           "certified_lower_bound", "certified_forms", "truncation_slack", "revived", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP",
-           "inner_tol_floor"]
+           "certified_lower_bound", "certified_forms", "truncation_slack", "revived", "INNER_TOL_FLOOR",
+           "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP", "inner_tol_floor"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.  It was 1e-9
 #: until a warm-started walk to C = 1e4 on a kernel scaled by 1e3 (objective 4.5e-3) stalled at a certified gap of

@@ -88,11 +88,12 @@ def pivoted_cholesky(S: np.ndarray, tol: float, max_rank: int | None = None
     return L, resid
 
 
-def factor_kernel(S: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray] | None:
+def factor_kernel(S: np.ndarray, tol: float, min_points: int = _SMALL_POINTS
+                  ) -> tuple[np.ndarray, np.ndarray] | None:
     """The factor of ``S`` (k x k, float64, PSD) worth storing: ``(L, residual diagonal)``, or ``None`` when the
-    kernel stays dense on its points (few points, or a rank above half of them at ``tol``)."""
+    kernel stays dense on its points (at most ``min_points`` of them, or a rank above half of them at ``tol``)."""
     k = len(S)
-    if k <= _SMALL_POINTS:
+    if k <= min_points:
         return None
     return pivoted_cholesky(S, tol, max_rank=int(_FACTOR_FRACTION * k))
 
@@ -140,13 +141,13 @@ class KernelGroup:
 
     @classmethod
     def build(cls, index: np.ndarray, ids: Sequence[int], kernels: Sequence[np.ndarray], tol: float,
-              dtype: np.dtype) -> KernelGroup:
+              dtype: np.dtype, min_points: int = _SMALL_POINTS) -> KernelGroup:
         """A group from its kernels on the points (float64, symmetric PSD ``k x k``), each factored when
         that keeps it faithful (residual at ``tol``) and smaller (:func:`factor_kernel`)."""
         k = int(index.max(initial=-1)) + 1 if len(kernels) == 0 else len(kernels[0])
         dense_ids, dense, factor_ids, factors, residuals = [], [], [], [], []
         for m, S in zip(ids, kernels, strict=True):
-            got = factor_kernel(S, tol)
+            got = factor_kernel(S, tol, min_points)
             if got is None:
                 dense_ids.append(m)
                 dense.append(S)
@@ -241,13 +242,14 @@ class FactoredStack(KernelStack):
         self._diag: np.ndarray | None = None
 
     @classmethod
-    def from_kernels(cls, K: np.ndarray, tol: float = DEFAULT_FACTOR_TOL, dtype: np.dtype | str | None = None
-                     ) -> FactoredStack:
+    def from_kernels(cls, K: np.ndarray, tol: float = DEFAULT_FACTOR_TOL, dtype: np.dtype | str | None = None,
+                     min_points: int = _SMALL_POINTS) -> FactoredStack:
         """Factor precomputed training kernels (M, n, n), each in a group of its own (every sample a point).
 
         ``tol`` is pivoted Cholesky's relative truncation (:func:`pivoted_cholesky`); a kernel whose rank at
-        ``tol`` exceeds half of ``n`` is kept dense.  The kernels must be symmetric positive semi-definite
-        (check them first with :func:`~multikernel.stack.storage.check_kernel_matrices`).
+        ``tol`` exceeds half of ``n``, or on at most ``min_points`` samples, is kept dense.  The kernels must be
+        symmetric positive semi-definite (check them first with
+        :func:`~multikernel.stack.storage.check_kernel_matrices`).
         """
         tol = check_positive_real("tol (the factors' relative truncation)", tol)
         K = np.asarray(K)
@@ -260,7 +262,7 @@ class FactoredStack(KernelStack):
         for m in range(K.shape[0]):
             S = np.array(K[m], dtype=np.float64)
             S = 0.5 * (S + S.T)  # exactly symmetric: the dense kernels are streamed by their upper triangles
-            groups.append(KernelGroup.build(index, [m], [S], tol, dtype))
+            groups.append(KernelGroup.build(index, [m], [S], tol, dtype, min_points))
         return cls(groups, n, dtype=dtype)
 
     # ---------------------------------------------------------------------------------------------

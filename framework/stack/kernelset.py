@@ -12,6 +12,7 @@ from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks, symmetric_path
+from multikernel.stack.factored import DEFAULT_FACTOR_TOL, build_factored, estimate_factored_memory
 from multikernel.stack.memory import (
     BACKENDS,
     StackMemoryEstimate,
@@ -20,7 +21,6 @@ from multikernel.stack.memory import (
     estimate_stack_memory,
     parse_bytes,
 )
-from multikernel.stack.factored import DEFAULT_FACTOR_TOL, build_factored, estimate_factored_memory
 from multikernel.stack.normalization import NORMALIZATIONS, Normalization
 from multikernel.stack.storage import DenseStack, KernelStack, LazyStack, MemmapStack
 
