@@ -34,7 +34,7 @@ from collections.abc import Sequence
 
 import attrs
 import numpy as np
-from scipy.linalg import lapack
+from scipy.linalg import blas, lapack
 
 from multikernel._ext import _stack
 from multikernel.core.interfaces import KernelBuilder
@@ -126,14 +126,15 @@ class KernelGroup:
     offsets: np.ndarray
     residual: np.ndarray
 
+    def __attrs_post_init__(self) -> None:
+        #: For each column of :attr:`factor`, the position of its kernel in :attr:`factor_ids`.
+        self.owner = np.repeat(np.arange(len(self.factor_ids)), np.diff(self.offsets))
+        #: Whether every sample is its own point, in order (no map to gather through).
+        self.identity = bool(np.array_equal(self.index, np.arange(len(self.index))))
+
     @property
     def k(self) -> int:
         return int(self.factor.shape[0])
-
-    @property
-    def owner(self) -> np.ndarray:
-        """For each column of :attr:`factor`, the position of its kernel in :attr:`factor_ids`."""
-        return np.repeat(np.arange(len(self.factor_ids)), np.diff(self.offsets))
 
     @property
     def nbytes(self) -> int:
@@ -163,32 +164,45 @@ class KernelGroup:
                    offsets=np.concatenate([[0], np.cumsum(ranks, dtype=np.intp)]).astype(np.intp),
                    residual=np.array(residuals, dtype=np.float64).reshape(len(factors), k))
 
-    def combination(self, weights: np.ndarray) -> np.ndarray | None:
-        """``sum_m weights[m] S_m`` over the group's kernels on its points (k x k, float64), ``None`` when
-        every weight of the group is zero."""
+    def add_combination(self, weights: np.ndarray, out: np.ndarray, rows: np.ndarray | None,
+                        cols: np.ndarray | None) -> None:
+        """``out += sum_m weights[m] K_m[rows, cols]`` over the group's kernels; ``rows``/``cols`` are points
+        (``None``: all of them, in order), the same array for a square block.
+
+        The factored kernels add ``F_r diag(w) F_c'`` over the columns of non-zero weight, by BLAS (a
+        symmetric rank-R update for a square block: half the products); the dense ones are summed by the
+        stack's Cython loops.
+        """
         wd, wf = weights[self.dense_ids], weights[self.factor_ids]
-        if not (wd.any() or wf.any()):
-            return None
-        k = self.k
-        S = np.zeros((k, k))
         if wd.any():
-            _stack.combine_dense(self.dense, np.ascontiguousarray(wd), np.flatnonzero(wd).astype(np.intp), S,
-                                 False, True)
+            active = np.flatnonzero(wd).astype(np.intp)
+            wd = np.ascontiguousarray(wd)
+            if rows is None and cols is None:
+                _stack.combine_dense(self.dense, wd, active, out, True, True)
+            else:
+                k = np.arange(self.k, dtype=np.intp)
+                _stack.combine_gather(self.dense, wd, active, k if rows is None else rows,
+                                      k if cols is None else cols, out, True)
         if wf.any():
             wcol = wf[self.owner]
-            cols = np.flatnonzero(wcol)
-            F = np.asarray(self.factor[:, cols], dtype=np.float64)
-            S += (F * wcol[cols]) @ F.T
-        return S
+            used = np.flatnonzero(wcol)
+            F = self.factor[:, used] if len(used) < len(wcol) else self.factor
+            Fr = F if rows is None else F[rows]
+            if rows is cols:
+                _add_gram(out, Fr, wcol[used])
+            else:
+                Fc = np.asarray(F if cols is None else F[cols], dtype=np.float64)
+                out += (Fr * wcol[used]) @ Fc.T  # float64 products whatever the storage precision
 
     def forms(self, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(w'S_m w for the dense kernels, ||L_m'w||^2 for the factored ones)`` at point weights ``w``."""
+        support = np.flatnonzero(w).astype(np.intp)
         qd = np.empty(len(self.dense_ids))
         if len(self.dense_ids):
-            support = np.flatnonzero(w).astype(np.intp)
             _stack.quad_forms_dense(self.dense, w, support, np.arange(len(self.dense_ids), dtype=np.intp),
                                     qd, True)
-        z = self.factor.T.astype(np.float64, copy=False) @ w
+        z = np.empty(self.factor.shape[1])
+        _stack.factor_dots(self.factor, w, support, z)
         qf = np.bincount(self.owner, z * z, minlength=len(self.factor_ids))
         return qd, qf
 
@@ -200,6 +214,21 @@ class KernelGroup:
         for t in range(len(self.factor_ids)):
             df[t] = sq[:, self.offsets[t]:self.offsets[t + 1]].sum(axis=1)
         return dd, df
+
+
+def _add_gram(out: np.ndarray, F: np.ndarray, w: np.ndarray) -> None:
+    """``out += F diag(w) F'`` (float64 products, square) by symmetric rank updates, one per sign of ``w``."""
+    upper = None
+    for sign in (1.0, -1.0):
+        cols = np.flatnonzero(sign * w > 0) if (w < 0).any() else (np.arange(len(w)) if sign > 0 else [])
+        if not len(cols):
+            continue
+        scale = np.sqrt(sign * w[cols])
+        G = F * scale if len(cols) == len(w) else F[:, cols] * scale  # float64, whatever F's precision
+        # G' is Fortran-ordered: dsyrk reads it without a copy (trans=1 gives G G')
+        upper = blas.dsyrk(sign, G.T, beta=1.0, c=upper, trans=1, lower=0)
+    if upper is not None:
+        _stack.add_upper_symmetric(out, upper)
 
 
 class FactoredStack(KernelStack):
@@ -297,12 +326,6 @@ class FactoredStack(KernelStack):
             out[g.factor_ids] = True
         return out
 
-    def _full_map(self, t: int) -> bool:
-        """Whether group ``t``'s maps are the identity on both axes (no gather needed)."""
-        g = self.groups[t]
-        return (self._rows is None and self._cols is None and g.k == self.n_samples
-                and np.array_equal(g.index, np.arange(self.n_samples)))
-
     # ---------------------------------------------------------------------------------------------
     # Operations
     # ---------------------------------------------------------------------------------------------
@@ -314,13 +337,17 @@ class FactoredStack(KernelStack):
             out[...] = 0.0
         one, first = np.ones(1), np.zeros(1, dtype=np.intp)
         for t, g in enumerate(self.groups):
-            S = g.combination(weights)
-            if S is None:
+            if not (weights[g.dense_ids].any() or weights[g.factor_ids].any()):
                 continue
-            if self._full_map(t):
-                out += S
-            else:
-                _stack.combine_gather(S[None], one, first, self._ri[t], self._ci[t], out, True)
+            if g.identity:
+                # every sample its own point: the block is computed on this stack's rows and columns directly
+                full = self._rows is None and self._cols is None
+                g.add_combination(weights, out, None if full else self._ri[t], None if full else self._ci[t])
+                continue
+            # k points: the group's k x k combination, then gathered to the samples in one pass
+            S = np.zeros((g.k, g.k))
+            g.add_combination(weights, S, None, None)
+            _stack.combine_gather(S[None], one, first, self._ri[t], self._ci[t], out, True)
         return out
 
     def _point_weights(self, t: int, v: np.ndarray, support: np.ndarray) -> np.ndarray:
