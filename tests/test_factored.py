@@ -202,3 +202,15 @@ def test_estimator_on_a_uci_set_matches_the_dense_backend(tmp_path):
     fac.save(tmp_path / "m.npz")
     loaded = MKLClassifier.load(tmp_path / "m.npz")
     assert np.array_equal(loaded.decision_function(Xt), fac.decision_function(Xt))
+
+
+def test_a_truncation_that_keeps_the_gap_above_tol_is_named():
+    drawn = make_problem(n=60, positives=25, kinds=["rbf", "flat_rbf", "linear"], C=100.0, seed=3)
+    fac = FactoredStack.from_kernels(drawn.Ks, tol=1e-2, min_points=2)
+    assert fac.factored.all()
+    registry = get_registry()
+    problem = MKLProblem(stack=fac, y=drawn.y, loss=CSVCLoss(C=100.0),
+                         regularizer=registry.create("regularizer", "simplex"), tol=1e-3, inner_tol=1e-3, max_iter=200)
+    with pytest.warns(ConvergenceWarning, match="smaller factor_tol"):
+        res = registry.create("solver", "level").solve(problem)
+    assert res.dual_gap > 1e-3

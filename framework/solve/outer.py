@@ -131,6 +131,8 @@ class OuterLoop:
         self.n_iter = 0
         self.inner_tol = problem.inner_tol
         self.inner_tol_floor = inner_tol_floor(problem.stack)
+        #: The best lower bound without the truncation slack of a factored stack's kernels (``-inf`` on other stacks).
+        self.untruncated_lower = -math.inf
 
     def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray | None) -> tuple[float, float]:
         """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
@@ -144,7 +146,11 @@ class OuterLoop:
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
         if q is not None:
-            lower = certified_lower_bound(p, sol.alpha, certified_forms(p, sol.coef, q))
+            slack = truncation_slack(p, sol.coef)
+            lower = certified_lower_bound(p, sol.alpha, q if slack is None else q + slack)
+            if slack is not None:
+                # the bound on the factored kernels alone: the advice of a fit that stops short names the truncation
+                self.untruncated_lower = max(self.untruncated_lower, certified_lower_bound(p, sol.alpha, q))
         elif fixed_weights(p):
             # D = {mu}: dual_bound(q/2) = mu'q/2 - Omega(mu), and L(alpha) - mu'q/2 is the inner dual
             # objective on K(mu), which the inner solve computed without reading the stack again
@@ -234,6 +240,10 @@ class OuterLoop:
     def _advice(self, stalled: bool, solver: str) -> str:
         """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
         inner = self.inner_gap
+        untruncated = (self.upper - self.untruncated_lower) / max(abs(self.upper), 1e-12)
+        if math.isfinite(self.gap) and untruncated <= self.problem.tol < self.gap:
+            return (f"the truncation of the factored kernels keeps it above tol (without it the gap would be "
+                    f"{max(untruncated, 0.0):.3g}): a smaller factor_tol helps")
         if self.inner_limited:
             if self.inner_tol > self.inner_tol_floor:
                 return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "
