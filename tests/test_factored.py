@@ -214,3 +214,17 @@ def test_a_truncation_that_keeps_the_gap_above_tol_is_named():
     with pytest.warns(ConvergenceWarning, match="smaller factor_tol"):
         res = registry.create("solver", "level").solve(problem)
     assert res.dual_gap > 1e-3
+
+
+def test_cross_blocks_refuse_square_operations_and_smo_mkl_reads_rows():
+    problem = make_problem(n=40, positives=15, kinds=["linear", "flat_rbf", "rbf"], C=1.0, seed=2)
+    fac = FactoredStack.from_kernels(problem.Ks, min_points=2)
+    cross = fac.subset(np.arange(10), np.arange(10, 20))
+    with pytest.raises(ValueError, match="rows are its columns"):
+        cross.quad_forms(np.ones(10))
+    with pytest.raises(ValueError, match="rows are its columns"):
+        cross.diag()
+    assert np.allclose(fac.kernel_rows([3, 7]), problem.Ks[:, [3, 7]], atol=1e-9)
+    dense = _solve("smo_mkl", DenseStack(problem.Ks), problem.y, 1.0)
+    got = _solve("smo_mkl", fac, problem.y, 1.0)
+    assert got.dual_gap <= 1e-3 and abs(got.objective - dense.objective) <= 1e-3 * dense.objective

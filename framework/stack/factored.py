@@ -269,6 +269,11 @@ class FactoredStack(KernelStack):
         self._ci = self._ri if self._square else [g.index if cols is None else g.index[self._cols]
                                                   for g in self.groups]
         self._diag: np.ndarray | None = None
+        #: Where each kernel is: (group, stored dense, position among the group's dense or factored kernels).
+        self._where: dict[int, tuple[int, bool, int]] = {}
+        for t, g in enumerate(self.groups):
+            self._where.update((int(m), (t, True, i)) for i, m in enumerate(g.dense_ids))
+            self._where.update((int(m), (t, False, i)) for i, m in enumerate(g.factor_ids))
 
     @classmethod
     def from_kernels(cls, K: np.ndarray, tol: float = DEFAULT_FACTOR_TOL, dtype: np.dtype | str | None = None,
@@ -384,7 +389,7 @@ class FactoredStack(KernelStack):
         return out
 
     def diag(self) -> np.ndarray:
-        self._check_square("diag")
+        self._check_v(np.zeros(self.n_rows))
         if self._diag is None:
             out = np.empty((self.n_kernels, self.n_rows))
             for t, g in enumerate(self.groups):
@@ -395,15 +400,20 @@ class FactoredStack(KernelStack):
         return self._diag.copy()
 
     def kernel(self, m: int) -> np.ndarray:
-        for t, g in enumerate(self.groups):
-            hit = np.flatnonzero(g.dense_ids == m)
-            if hit.size:
-                return np.asarray(g.dense[hit[0]], dtype=np.float64)[np.ix_(self._ri[t], self._ci[t])]
-            hit = np.flatnonzero(g.factor_ids == m)
-            if hit.size:
-                L = np.asarray(g.factor[:, g.offsets[hit[0]]:g.offsets[hit[0] + 1]], dtype=np.float64)
-                return L[self._ri[t]] @ L[self._ci[t]].T
-        raise IndexError(f"kernel index {m} out of range for {self.n_kernels} kernels")
+        if int(m) not in self._where:
+            raise IndexError(f"kernel index {m} out of range for {self.n_kernels} kernels")
+        t, dense, i = self._where[int(m)]
+        g = self.groups[t]
+        if dense:
+            return np.asarray(g.dense[i], dtype=np.float64)[np.ix_(self._ri[t], self._ci[t])]
+        L = np.asarray(g.factor[:, g.offsets[i]:g.offsets[i + 1]], dtype=np.float64)
+        return L[self._ri[t]] @ L[self._ci[t]].T
+
+    def _check_v(self, v: np.ndarray) -> np.ndarray:
+        if not self._square:
+            raise ValueError("quadratic forms and diagonals need a stack whose rows are its columns (a training "
+                             "stack or a fold of one, not a cross stack)")
+        return super()._check_v(v)
 
     def subset(self, rows, cols=None) -> FactoredStack:
         r, c = self._subset_index(rows, cols)
