@@ -131,6 +131,8 @@ class KernelGroup:
         self.owner = np.repeat(np.arange(len(self.factor_ids)), np.diff(self.offsets))
         #: Whether every sample is its own point, in order (no map to gather through).
         self.identity = bool(np.array_equal(self.index, np.arange(len(self.index))))
+        self._points = np.arange(self.k, dtype=np.intp)
+        self._dense_all = np.arange(len(self.dense_ids), dtype=np.intp)
 
     @property
     def k(self) -> int:
@@ -164,25 +166,23 @@ class KernelGroup:
                    offsets=np.concatenate([[0], np.cumsum(ranks, dtype=np.intp)]).astype(np.intp),
                    residual=np.array(residuals, dtype=np.float64).reshape(len(factors), k))
 
-    def add_combination(self, weights: np.ndarray, out: np.ndarray, rows: np.ndarray | None,
+    def add_combination(self, wd: np.ndarray, wf: np.ndarray, out: np.ndarray, rows: np.ndarray | None,
                         cols: np.ndarray | None) -> None:
-        """``out += sum_m weights[m] K_m[rows, cols]`` over the group's kernels; ``rows``/``cols`` are points
-        (``None``: all of them, in order), the same array for a square block.
+        """``out += sum_m w_m K_m[rows, cols]`` over the group's kernels, with the weights ``wd`` of its dense
+        kernels and ``wf`` of its factored ones; ``rows``/``cols`` are points (``None``: all of them, in order),
+        the same array for a square block.
 
         The factored kernels add ``F_r diag(w) F_c'`` over the columns of non-zero weight, by BLAS (a
         symmetric rank-R update for a square block: half the products); the dense ones are summed by the
         stack's Cython loops.
         """
-        wd, wf = weights[self.dense_ids], weights[self.factor_ids]
         if wd.any():
             active = np.flatnonzero(wd).astype(np.intp)
-            wd = np.ascontiguousarray(wd)
             if rows is None and cols is None:
                 _stack.combine_dense(self.dense, wd, active, out, True, True)
             else:
-                k = np.arange(self.k, dtype=np.intp)
-                _stack.combine_gather(self.dense, wd, active, k if rows is None else rows,
-                                      k if cols is None else cols, out, True)
+                _stack.combine_gather(self.dense, wd, active, self._points if rows is None else rows,
+                                      self._points if cols is None else cols, out, True)
         if wf.any():
             wcol = wf[self.owner]
             used = np.flatnonzero(wcol)
@@ -199,8 +199,7 @@ class KernelGroup:
         support = np.flatnonzero(w).astype(np.intp)
         qd = np.empty(len(self.dense_ids))
         if len(self.dense_ids):
-            _stack.quad_forms_dense(self.dense, w, support, np.arange(len(self.dense_ids), dtype=np.intp),
-                                    qd, True)
+            _stack.quad_forms_dense(self.dense, w, support, self._dense_all, qd, True)
         z = np.empty(self.factor.shape[1])
         _stack.factor_dots(self.factor, w, support, z)
         qf = np.bincount(self.owner, z * z, minlength=len(self.factor_ids))
@@ -341,17 +340,18 @@ class FactoredStack(KernelStack):
         if not accumulate:
             out[...] = 0.0
         one, first = np.ones(1), np.zeros(1, dtype=np.intp)
+        full = self._rows is None and self._cols is None
         for t, g in enumerate(self.groups):
-            if not (weights[g.dense_ids].any() or weights[g.factor_ids].any()):
+            wd, wf = weights[g.dense_ids], weights[g.factor_ids]
+            if not (wd.any() or wf.any()):
                 continue
             if g.identity:
                 # every sample its own point: the block is computed on this stack's rows and columns directly
-                full = self._rows is None and self._cols is None
-                g.add_combination(weights, out, None if full else self._ri[t], None if full else self._ci[t])
+                g.add_combination(wd, wf, out, None if full else self._ri[t], None if full else self._ci[t])
                 continue
             # k points: the group's k x k combination, then gathered to the samples in one pass
             S = np.zeros((g.k, g.k))
-            g.add_combination(weights, S, None, None)
+            g.add_combination(wd, wf, S, None, None)
             _stack.combine_gather(S[None], one, first, self._ri[t], self._ci[t], out, True)
         return out
 
