@@ -12,6 +12,7 @@ from multikernel.config.schema import RunConfig, config_from_dict, load_config
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import (
     Component,
+    InnerCapability,
     InnerProblem,
     InnerSolution,
     KernelBuilder,
@@ -25,7 +26,14 @@ from multikernel.core.interfaces import (
 )
 from multikernel.core.registry import get_registry, register_plugin
 from multikernel.core.tasks import TASK_KINDS, TaskEstimator
-from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
+from multikernel.errors import (
+    ConfigError,
+    FitInterruptedWarning,
+    InvalidParameterError,
+    MemoryBudgetError,
+    ModelFormatError,
+    PluginError,
+)
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
@@ -55,6 +63,7 @@ __all__ = [
     "get_registry",
     "register_plugin",
     "ConfigError",
+    "InvalidParameterError",
     "PluginError",
     "ModelFormatError",
     "MemoryBudgetError",
@@ -69,6 +78,7 @@ __all__ = [
     "TaskEstimator",
     "TASK_KINDS",
     "InnerProblem",
+    "InnerCapability",
     "InnerSolution",
     "LossBlocks",
     "MKLProblem",

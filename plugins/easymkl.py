@@ -28,7 +28,7 @@ import numpy as np
 
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import LossBlocks, Method, MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.core.interfaces import InnerCapability, Method, MKLProblem, MKLResult, Regularizer, Solver
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 from multikernel.solve.smo import solve_qp
 from multikernel.stack.combination import CombinedKernel
@@ -84,7 +84,7 @@ def easymkl_weights(problem: MKLProblem, lam: float, tol: float = 1e-8) -> tuple
     tol : float
         KKT tolerance of the QP.
     """
-    if problem.y is None or not isinstance(problem.inner, LossBlocks):
+    if InnerCapability.LABELLED_BLOCKS not in problem.inner.capabilities():
         raise ValueError("easymkl needs class targets in {-1, +1}: it separates two classes, and has no form "
                          "for a problem that brings its own inner problem")
     if not (0.0 <= lam < 1.0):
@@ -122,6 +122,7 @@ class EasyMKLSolver(OuterSolver):
 
     name = "easymkl"
     requires = frozenset({Capability.SIMPLEX})
+    requires_inner = frozenset({InnerCapability.LABELLED_BLOCKS})
     replaces_objective = "weights from one QP (the margin between the class hulls), then one SVM"
 
     def __init__(self, lam: float = 0.1, qp_tol: float = 1e-8) -> None:

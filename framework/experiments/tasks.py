@@ -49,7 +49,7 @@ from multikernel.experiments.config import (
     TaskSettings,
 )
 from multikernel.experiments.report import sample_std
-from multikernel.experiments.units import Member, UnitTask, _Recorder
+from multikernel.experiments.units import Member, Recorder, UnitTask
 from multikernel.ranking.labels import drop_positive_labels
 from multikernel.ranking.metrics import ranking_scores
 
@@ -560,7 +560,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
     measure, higher = selection_measure(task)
     splits: list[tuple[np.ndarray, np.ndarray]] = []
     shared: dict[str, Any] = {}
-    with _Recorder(shared):
+    with Recorder(shared):
         splits = evaluation_splits(task, data, unit.dataset, s, unit.repeat, unit.setting)
     registry = get_registry()
     for m in unit.members:
@@ -574,7 +574,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
             rec.update(error=shared["error"], traceback=shared.get("traceback", ""))
             continue
         train, test = splits[unit.index]
-        with _Recorder(rec):
+        with Recorder(rec):
             entry = registry.get("estimator", spec.name)
             points = _grid_points(spec.grid)
             best = 0

@@ -32,9 +32,10 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from multikernel.core.capabilities import check_compatible
+from multikernel.core.capabilities import check_compatible, check_loss_form
 from multikernel.core.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
 from multikernel.core.registry import get_registry
+from multikernel.core.validation import check_class_labels, shown
 from multikernel.stack.storage import KernelStack
 
 __all__ = [
@@ -127,6 +128,8 @@ def encode_targets(y: Any) -> Targets:
     """
     if not hasattr(y, "toarray"):
         y = np.asarray(y)
+        if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1) or y.dtype.kind in "OcU":
+            check_class_labels(y)  # mixed types, NaN, complex: before scikit-learn sorts them
     kind = type_of_target(y)
     if kind == "multilabel-indicator":
         Y = np.asarray(y.toarray() if hasattr(y, "toarray") else y)
@@ -144,7 +147,7 @@ def encode_targets(y: Any) -> Targets:
     encoder = LabelEncoder().fit(y)
     classes, idx = encoder.classes_, encoder.transform(y)
     if len(classes) < 2:
-        raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least two classes")
+        raise ValueError(f"y has 1 class ({shown(classes[0])!r}); a classifier needs at least two classes")
     if len(classes) == 2:
         return Targets("binary", classes, np.where(idx == 1, 1.0, -1.0)[None, :])
     return Targets("multiclass", classes, np.where(idx[None, :] == np.arange(len(classes))[:, None], 1.0, -1.0))
@@ -234,6 +237,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
                 f"{', '.join(sorted(target.get_params(deep=False))) or '(none)'}", key)
         target.set_params(**{name: value})
     check_compatible(parts["regularizer"], parts["solver"])
+    check_loss_form(parts["loss"], parts["solver"])
     return Parts(**parts)  # type: ignore[arg-type]
 
 
@@ -242,12 +246,15 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
 # --------------------------------------------------------------------------------------------------
 @attrs.define(frozen=True)
 class SolveSettings:
-    """Stopping settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`)."""
+    """Stopping and computation settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`
+    for ``ray_search`` and ``one_pass``)."""
 
     tol: float = 1e-3
     max_iter: int = 200
     inner_tol: float = 1e-3
     stopping: str = "gap"
+    ray_search: str = "infinite"
+    one_pass: bool = True
 
 
 @attrs.define
@@ -329,7 +336,8 @@ def _solve_block(stack: KernelStack, y: np.ndarray, warm_start: MKLResult | None
     p = parts.fresh()
     problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
                          max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
-                         warm_start=warm_start, callback=callback)
+                         warm_start=warm_start, callback=callback, ray_search=settings.ray_search,
+                         one_pass=settings.one_pass)
     return p.solver.solve(problem)
 
 
