@@ -66,7 +66,7 @@ KERNEL_INPUT_CONSTRAINTS: dict[str, list[Constraint]] = {
     "normalize": [Options("none", "trace", "unit_diagonal", "center")],
     "standardize": [Boolean()],
     "kernel_dtype": [Options("float64", "float32")],
-    "kernel_backend": [Options("dense", "memmap", "lazy", "auto")],
+    "kernel_backend": [Options("dense", "memmap", "lazy", "factored", "auto")],
     "memory_budget": [Integer(low=1), InstanceOf(str, label="a size such as '4GB'"), NoneValue()],
     "cache_size": [Real(low=0)],
 }
