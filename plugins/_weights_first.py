@@ -50,14 +50,14 @@ def binary_target(problem: MKLProblem, method: str) -> np.ndarray:
     return y
 
 
-def on_simplex(scores: np.ndarray, method: str) -> np.ndarray:
-    """Non-negative ``scores`` scaled to sum 1 (the combined kernel then has the scale of the average kernel,
-    so ``C`` means what it means for ``average``); a ``ValueError`` when none is positive."""
+def on_simplex(scores: np.ndarray, method: str, floor: float = 0.0) -> np.ndarray:
+    """``scores`` above ``floor`` (the others at 0) scaled to sum 1: the combined kernel then has the scale of the
+    average kernel, so ``C`` means what it means for ``average``.  A ``ValueError`` when none is above."""
     scores = np.asarray(scores, dtype=np.float64)
     if not np.isfinite(scores).all():
         raise ValueError(f"{method} computed non-finite kernel scores; check the kernels for infinite or "
                          "not-a-number entries")
-    scores = np.maximum(scores, 0.0)
+    scores = np.where(scores > floor, scores, 0.0)
     total = scores.sum()
     if not total > 0:
         raise ValueError(f"{method} scored no kernel above 0 (no kernel agrees with the labels by its criterion); "

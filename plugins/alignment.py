@@ -25,7 +25,8 @@ from multikernel.core.interfaces import Method, MKLProblem, Solver
 from multikernel.plugins._weights_first import WeightsThenSVM, binary_target, on_simplex
 from multikernel.stack.storage import KernelStack
 
-__all__ = ["ALIGNFSolver", "CKASolver", "alignf_weights", "centered_gram", "cka_weights", "frobenius_gram"]
+__all__ = ["ALIGNFSolver", "CKASolver", "alignf_weights", "centered_alignments", "centered_gram", "cka_weights",
+           "frobenius_gram"]
 
 _CORTES2012 = ("Cortes, Mohri and Rostamizadeh, Algorithms for Learning Kernels Based on Centered Alignment, "
                "JMLR 13:795-828, 2012.")
@@ -49,8 +50,25 @@ def _target_alignments(stack: KernelStack, y: np.ndarray) -> np.ndarray:
     return stack.quad_forms(y - y.mean())
 
 
+#: Alignments (in [-1, 1]) at most this count as 0: a positive semi-definite kernel's alignment with the
+#: labels is never negative, and one of exactly 0 comes out as rounding noise.
+ALIGNMENT_FLOOR = 1e-10
+
+
+def centered_alignments(stack: KernelStack, y: np.ndarray) -> np.ndarray:
+    """Each kernel's centered alignment with ``yy'``: ``<K^c, yy'>_F / (||K^c||_F ||(yy')^c||_F)``, in [-1, 1]."""
+    n = stack.n_rows
+    rows, mean, frob = _centering_stats(stack)
+    # ||HKH||_F^2 = ||K||_F^2 - 2 n ||r||^2 + n^2 s^2 (r the row means, s the grand mean)
+    centered_norm = np.sqrt(np.maximum(frob - 2 * n * np.einsum("mi,mi->m", rows, rows) + n * n * mean**2, 0.0))
+    yc = y - y.mean()
+    a = _target_alignments(stack, y)
+    return np.divide(a, centered_norm * (yc @ yc), out=np.zeros_like(a), where=centered_norm > 0)
+
+
 def cka_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
-    """CKA's weights: each kernel's centered alignment with ``yy'``, negative ones at 0, scaled to sum 1.
+    """CKA's weights: each kernel's centered alignment with ``yy'`` (:func:`centered_alignments`), those not
+    above 0 at 0, scaled to sum 1.
 
     Parameters
     ----------
@@ -59,13 +77,7 @@ def cka_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
     y : ndarray of shape (n,)
         Targets in {-1, +1}.
     """
-    n = stack.n_rows
-    rows, mean, frob = _centering_stats(stack)
-    # ||HKH||_F^2 = ||K||_F^2 - 2 n ||r||^2 + n^2 s^2 (r the row means, s the grand mean)
-    centered_norm = np.sqrt(np.maximum(frob - 2 * n * np.einsum("mi,mi->m", rows, rows) + n * n * mean**2, 0.0))
-    a = _target_alignments(stack, y)
-    scores = np.divide(a, centered_norm, out=np.zeros_like(a), where=centered_norm > 0)
-    return on_simplex(scores, "cka")
+    return on_simplex(centered_alignments(stack, y), "cka", ALIGNMENT_FLOOR)
 
 
 def frobenius_gram(stack: KernelStack) -> np.ndarray:
@@ -96,6 +108,9 @@ def alignf_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
     y : ndarray of shape (n,)
         Targets in {-1, +1}.
     """
+    if not (centered_alignments(stack, y) > ALIGNMENT_FLOOR).any():
+        raise ValueError("alignf scored no kernel above 0 (no centered kernel is aligned with the labels); use other "
+                         "kernels or another method")
     Mat = centered_gram(stack)
     a = _target_alignments(stack, y)
     w, V = np.linalg.eigh(Mat)

@@ -21,6 +21,7 @@ from sklearn.model_selection import StratifiedKFold
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import Method, MKLProblem, Solver
 from multikernel.plugins._weights_first import WeightsThenSVM, binary_target, on_simplex
+from multikernel.plugins.alignment import ALIGNMENT_FLOOR
 from multikernel.stack.storage import KernelStack
 
 __all__ = ["FHeuristicSolver", "PWMKSolver", "fheuristic_weights", "kernel_accuracies", "pwmk_weights"]
@@ -30,8 +31,8 @@ def fheuristic_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
     """FHeuristic's weights: each kernel's alignment with ``yy'``, negative ones at 0, scaled to sum 1."""
     stack._check_square("fheuristic")
     frob = np.array([np.linalg.norm(np.asarray(stack.kernel(m), dtype=np.float64)) for m in range(stack.n_kernels)])
-    a = stack.quad_forms(y)
-    return on_simplex(np.divide(a, frob, out=np.zeros_like(a), where=frob > 0), "fheuristic")
+    a = stack.quad_forms(y) / len(y)
+    return on_simplex(np.divide(a, frob, out=np.zeros_like(a), where=frob > 0), "fheuristic", ALIGNMENT_FLOOR)
 
 
 def kernel_accuracies(problem: MKLProblem, y: np.ndarray, cv: int, tol: float) -> np.ndarray:
