@@ -25,7 +25,14 @@ from multikernel.core.interfaces import (
 )
 from multikernel.core.registry import get_registry, register_plugin
 from multikernel.core.tasks import TASK_KINDS, TaskEstimator
-from multikernel.errors import ConfigError, FitInterruptedWarning, MemoryBudgetError, ModelFormatError, PluginError
+from multikernel.errors import (
+    ConfigError,
+    FitInterruptedWarning,
+    InvalidParameterError,
+    MemoryBudgetError,
+    ModelFormatError,
+    PluginError,
+)
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.metric import ITML, ITMLS, ITML_Supervised, ITMLPlus, ITMLPlus_Supervised, ITMLS_Supervised
@@ -55,6 +62,7 @@ __all__ = [
     "get_registry",
     "register_plugin",
     "ConfigError",
+    "InvalidParameterError",
     "PluginError",
     "ModelFormatError",
     "MemoryBudgetError",

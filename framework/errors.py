@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["PluginError", "ConfigError", "ModelFormatError", "MemoryBudgetError", "FitInterruptedWarning"]
+__all__ = ["PluginError", "ConfigError", "InvalidParameterError", "ModelFormatError", "MemoryBudgetError",
+           "FitInterruptedWarning"]
 
 
 class PluginError(ValueError):
@@ -18,6 +19,11 @@ class ConfigError(ValueError):
     def __init__(self, message: str, path: str = "") -> None:
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class InvalidParameterError(ValueError, TypeError):
+    """An estimator parameter of the wrong type or out of range (as scikit-learn's, both a ``ValueError`` and a
+    ``TypeError``); the message names the estimator, the parameter, what it accepts and what it got."""
 
 
 class ModelFormatError(ValueError):

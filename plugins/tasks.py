@@ -22,16 +22,18 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import ClassifierMixin, clone
 from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import validate_data
 
 from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.tasks import TaskEstimator
+from multikernel.core.validation import check_class_labels, shown
+from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
@@ -47,7 +49,7 @@ _ANDREWS = ("Andrews, Tsochantaridis and Hofmann, Support vector machines for mu
             "NIPS 2002")
 
 
-class LabeledPart(ClassifierMixin, BaseEstimator):
+class LabeledPart(ClassifierMixin, MultikernelEstimator):
     """An inductive classifier trained on the labelled samples of a semi-supervised problem only.
 
     ``fit(X, y)`` keeps the rows with ``y != -1`` (scikit-learn's unlabelled marker) and fits a clone of
@@ -56,29 +58,62 @@ class LabeledPart(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    estimator : classifier
+    estimator : classifier, default=None
+        Any scikit-learn classifier; ``None`` for ``SVC()``.  The model can be saved with :meth:`save` when
+        ``estimator`` is one of the library's (``MKLClassifier``, ...); one wrapping a scikit-learn estimator is
+        saved with ``joblib.dump``.
+
+    Attributes
+    ----------
+    estimator_ : classifier
+        The fitted clone.
+    classes_ : ndarray
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` is a DataFrame with string column names.
     """
 
     def __init__(self, estimator: Any = None) -> None:
         self.estimator = estimator
 
     def fit(self, X: Any, y: Any) -> LabeledPart:
-        y = np.asarray(y)
-        rows = np.flatnonzero(y != -1)
-        if rows.size == 0:
-            raise ValueError("every sample is unlabelled (y == -1): the labelled part is empty")
-        self.estimator_ = clone(self.estimator if self.estimator is not None else SVC()).fit(
-            np.asarray(X)[rows], y[rows])
-        self.classes_ = self.estimator_.classes_
+        """Fit ``estimator`` on the rows of ``X`` whose label is not -1.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels, -1 for the unlabelled samples.
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context():
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
+            y = check_class_labels(y)
+            rows = np.flatnonzero(y != -1)
+            if rows.size == 0:
+                raise ValueError("every sample is unlabelled (y == -1): the labelled part is empty")
+            if len(np.unique(y[rows])) < 2:
+                raise ValueError(f"the labelled samples hold one class ({shown(y[rows][0])!r}); a classifier "
+                                 f"needs labelled samples of at least two classes")
+            self.estimator_ = clone(self.estimator if self.estimator is not None else SVC()).fit(X[rows], y[rows])
+            self.classes_ = self.estimator_.classes_
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "estimator_")
-        return self.estimator_.predict(X)
+        """The fitted estimator's predictions."""
+        self._check_fitted()
+        return self.estimator_.predict(validate_data(self, X, dtype=None, reset=False, ensure_all_finite=False))
 
     def decision_function(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "estimator_")
-        return self.estimator_.decision_function(X)
+        """The fitted estimator's decision values."""
+        self._check_fitted()
+        return self.estimator_.decision_function(
+            validate_data(self, X, dtype=None, reset=False, ensure_all_finite=False))
 
 
 def _signed(factory: Callable[..., Any], like: Callable[..., Any]) -> Callable[..., Any]:

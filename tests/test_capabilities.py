@@ -198,6 +198,8 @@ def test_estimator_refuses_an_impossible_pair(cancer):
 def test_parts_of_the_wrong_kind_are_refused(cancer):
     X, y = cancer
     with pytest.raises(IncompatiblePartsError, match="the regularizer must be a multikernel.Regularizer"):
+        multikernel.build_parts("l1mkl", regularizer=CSVCLoss())
+    with pytest.raises(multikernel.InvalidParameterError, match="regularizer must be a registered regularizer"):
         multikernel.MKLClassifier(regularizer=CSVCLoss()).fit(X, y)
 
 

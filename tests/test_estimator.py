@@ -93,8 +93,15 @@ def test_pickle_round_trip(cancer):
     ({"max_iter": 0}, "max_iter must be a positive"),
     ({"stopping": "never"}, "stopping must be"),
     ({"method": "nope"}, "unknown method 'nope'"),
-    ({"kernels": "nope"}, "unknown family 'nope'"),
+    ({"kernels": "nope"}, "kernels must be .*got 'nope', which is neither"),
     ({"regularizer": "nope"}, "unknown regularizer 'nope'"),
+    ({"C": True}, "MKLClassifier: C must be a positive finite number or None; got True of type bool"),
+    ({"C": "3"}, "C must be a positive .*got '3' of type str"),
+    ({"max_iter": 2.5}, "max_iter must be a positive integer"),
+    ({"verbose": -1}, "verbose must be a non-negative integer"),
+    ({"kernels": []}, "kernels must be .*got an empty list"),
+    ({"kernels": ["rbf"]}, "kernels must be .*element of type str"),
+    ({"normalize": "l2"}, "normalize must be one of 'none', 'trace'"),
 ])
 def test_bad_parameters(cancer, kwargs, match):
     X, y = cancer

@@ -16,6 +16,7 @@ from sklearn.datasets import load_iris
 
 from multikernel import MKLClassifier
 from multikernel.errors import ModelFormatError
+from multikernel.estimators.persistence import FORMAT_VERSION
 from multikernel.plugins.kernels import LinearKernel, PolynomialKernel, RBFKernel
 
 
@@ -48,6 +49,14 @@ def test_round_trip_multiclass(tmp_path):
     np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
 
 
+def _fitted(meta):
+    return meta["model"]["fitted"]
+
+
+def _kernel_set(meta):
+    return _fitted(meta)["kernel_set_"]["kernel_set"]
+
+
 def _rewrite_meta(src, dst, change):
     with np.load(src, allow_pickle=False) as data:
         arrays = {k: data[k] for k in data.files}
@@ -74,13 +83,14 @@ def test_incompatible_version_and_corruption(tmp_path, cancer):
 
     missing_plugin = tmp_path / "plugin.npz"
     _rewrite_meta(path, missing_plugin,
-                  lambda m: m["kernel_set"]["builders"][0].update(name="gone"))
+                  lambda m: _kernel_set(m)["builders"][0].update(name="gone"))
     with pytest.raises(ModelFormatError, match="plugin.npz.*'gone', which is not installed"):
         MKLClassifier.load(missing_plugin)
 
     format1 = tmp_path / "format1.npz"
     _rewrite_meta(path, format1, lambda m: m.update(format_version=1, version="0.1.0"))
-    with pytest.raises(ModelFormatError, match="format1.npz' uses model format 1 .*reads format 2.*Refit"):
+    with pytest.raises(ModelFormatError,
+                       match=f"format1.npz' uses model format 1 .*reads format {FORMAT_VERSION}.*Refit"):
         MKLClassifier.load(format1)
 
     truncated = tmp_path / "truncated.npz"
@@ -107,12 +117,24 @@ def test_unfitted_model_cannot_be_saved(tmp_path):
         MKLClassifier().save(tmp_path / "x.npz")
 
 
-def test_unsaveable_parameters_get_a_clear_error(tmp_path, cancer):
+def test_products_of_builders_round_trip(tmp_path, cancer):
     from multikernel.plugins.kernels import ProductKernel
 
     X, y = cancer
     est = MKLClassifier(kernels=[ProductKernel(factors=[RBFKernel(), LinearKernel()]), RBFKernel()],
                         method="average").fit(X, y)
+    est.save(tmp_path / "m.npz")
+    loaded = MKLClassifier.load(tmp_path / "m.npz")
+    np.testing.assert_array_equal(loaded.decision_function(X), est.decision_function(X))
+
+
+def test_unsaveable_parameters_get_a_clear_error(tmp_path, cancer):
+    from multikernel.plugins.kernels import PrecomputedKernel
+
+    X, y = cancer
+    n = len(X)
+    index = np.column_stack([np.arange(n), X[:, :2]])
+    est = MKLClassifier(kernels=[PrecomputedKernel(matrix=X @ X.T)], method="average").fit(index, y)
     with pytest.raises(ValueError, match="cannot be saved without pickle"):
         est.save(tmp_path / "m.npz")
 
@@ -269,7 +291,7 @@ class _Boom:
     (_npz_bytes(__meta__=np.frombuffer(b"[1, 2]", dtype=np.uint8)), "not written by multikernel"),
     (_npz_bytes(__meta__=np.frombuffer(b"{not json", dtype=np.uint8)), "damaged or truncated"),
     (_npz_bytes(__meta__=np.arange(4.0)), "damaged or truncated"),
-    (_zip_bytes({"garbage.npy": os.urandom(300)}), "damaged or truncated"),
+    (_zip_bytes({"garbage.npy": os.urandom(300)}), "without the model metadata"),
     (_zip_bytes({"readme.txt": b"hello"}), "damaged or truncated"),
     (_zip_bytes({"__meta__.npy": _npy_bytes(np.array([_Boom()], dtype=object), allow_pickle=True)}),
      "damaged or truncated.*object array"),
@@ -289,16 +311,23 @@ def test_missing_file_and_directory(tmp_path):
 
 
 @pytest.mark.parametrize("change", [
-    lambda m: m["fitted"].update(fit=m["fitted"]["classes_"]),              # a method name
-    lambda m: m["fitted"].update(_private_=m["fitted"]["classes_"]),        # a private name
-    lambda m: m["fitted"]["classes_"].update(array="a999"),                 # a missing array
-    lambda m: m["fitted"].update(classes_={"object": [[1]], "shape": [1]}),  # not plain values
-    lambda m: m["kernel_set"]["builders"][0].update(training_features="a0") or m["kernel_set"]["state"][
-        "n_train_"].update(scalar=m["fitted"]["n_iter_"]["scalar"]),      # inconsistent sizes
-    lambda m: m.update(estimator="SomethingElse"),
-    lambda m: m.update(params=[1, 2]),
-    lambda m: m["kernel_set"].update(builders=None),
-], ids=["method", "private", "missing-array", "object-nested", "sizes", "estimator", "params", "builders"])
+    lambda m: _fitted(m).update(fit=_fitted(m)["classes_"]),                # a method name
+    lambda m: _fitted(m).update(_private_=_fitted(m)["classes_"]),          # a private name
+    lambda m: _fitted(m)["classes_"].update(array="a999"),                  # a missing array
+    lambda m: _fitted(m).update(classes_={"object": [[1]], "shape": [1]}),   # not plain values
+    lambda m: _kernel_set(m)["builders"][0].update(training_features="a0") or _kernel_set(m)["state"].update(
+        n_train_={"json": 5}),                                              # inconsistent sizes
+    lambda m: m["model"].update({"class": "SomethingElse"}),
+    lambda m: m["model"].update(params=[1, 2]),
+    lambda m: _kernel_set(m).update(builders=None),
+    lambda m: _fitted(m).pop("kernel_set_"),                                  # a features model without kernels
+    lambda m: m["model"].update(fitted={}),
+    lambda m: m["model"]["params"].update(C="abc"),
+    lambda m: m["model"]["params"].update(method="no_such_method"),
+    lambda m: _fitted(m).update(weights_={"json": "text"}),
+    lambda m: _fitted(m).update(target_type_={"json": "regression"}),
+], ids=["method", "private", "missing-array", "object-nested", "sizes", "estimator", "params", "builders",
+        "no-kernel-set", "no-fitted", "C", "unknown-method", "weights-text", "target-type"])
 def test_inconsistent_metadata(tmp_path, cancer, change):
     X, y = cancer
     path = tmp_path / "m.npz"

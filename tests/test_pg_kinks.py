@@ -47,13 +47,13 @@ def _australian_subset(seed: int):
     return make_kernel_set(kernels, X.shape[1], standardize=True).fit_stack(X[idx]), Y[idx]
 
 
-def _walk(stack, y, solver, points, tol: float = 1e-2):
+def _walk(stack, y, solver, points, tol: float = 1e-2, max_iter: int = 200):
     """Warm-started fits along ``points`` ((C, regularizer) pairs), each certified to ``tol`` without a warning."""
     warm = None
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         for C, reg in points:
-            problem = MKLProblem(stack=stack, y=y, loss=CSVCLoss(C=C), regularizer=reg, tol=tol, max_iter=200,
+            problem = MKLProblem(stack=stack, y=y, loss=CSVCLoss(C=C), regularizer=reg, tol=tol, max_iter=max_iter,
                                  warm_start=warm)
             warm = solver.solve(problem)
             assert warm.converged and warm.dual_gap <= tol, (C, reg)
@@ -105,9 +105,12 @@ def test_mirror_descent_along_the_grid_of_C_is_certified_at_every_point(seed):
     """Entropic steps drove a weight the optimum needs (4e-3) down to 1e-49 on the way; multiplicative steps then
     took hundreds of iterations to bring it back, and the certificate waited for it: max_iter (500) at certified
     gaps of 0.036 (seed 6, C = 1) and 0.021 (seed 7, C = 10 and 100) for tol 1e-3, with F within 2e-4 of the
-    optimum.  Now weights stay above 1e-12 of the largest, and crawling steps take the closed-form fallback."""
+    optimum.  Now weights stay above 1e-12 of the largest, and crawling steps take the closed-form fallback.  Mirror
+    descent still converges slowly on these walks (on some machines' rounding, seed 6 needs just over 200
+    iterations at C = 100), so the budget is 500: the test is about stalls, not speed."""
     stack, y = _australian_subset(seed)
-    last = _walk(stack, y, MirrorDescent(), [(C, Simplex()) for C in (0.01, 0.1, 1.0, 10.0, 100.0)], tol=1e-3)
+    last = _walk(stack, y, MirrorDescent(), [(C, Simplex()) for C in (0.01, 0.1, 1.0, 10.0, 100.0)], tol=1e-3,
+                 max_iter=500)
     ref = LevelMethod().solve(
         MKLProblem(stack=stack, y=y, loss=CSVCLoss(C=100.0), regularizer=Simplex(), tol=1e-6, max_iter=2000))
     _bracket(last, ref, 1e-3)

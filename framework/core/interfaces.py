@@ -86,8 +86,16 @@ class KernelBuilder(Component, abc.ABC):
         defaults = {k: p.default for k, p in inspect.signature(type(self).__init__).parameters.items()}
         params = self.get_params(deep=False)
         columns = params.pop("columns", None)
-        shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v!r}"
-                          for k, v in sorted(params.items()) if defaults.get(k, object()) != v)
+        def label(v: Any) -> str:
+            if isinstance(v, np.ndarray):  # a matrix parameter (a precomputed or distance builder): its shape
+                return f"<array {'x'.join(map(str, v.shape))}>"
+            return f"{v:.4g}" if isinstance(v, float) else repr(v)
+
+        def is_default(k: str, v: Any) -> bool:
+            d = defaults.get(k, object())
+            return d is v if isinstance(v, np.ndarray) or isinstance(d, np.ndarray) else bool(d == v)
+
+        shown = ", ".join(f"{k}={label(v)}" for k, v in sorted(params.items()) if not is_default(k, v))
         subset = "" if columns is None else f"[{','.join(map(str, np.atleast_1d(columns)))}]"
         return f"{self.name}({shown}){subset}"
 

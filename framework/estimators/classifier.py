@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
-import numbers
-import time
-from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
-from tqdm.auto import tqdm
+from sklearn.base import ClassifierMixin
 
 from multikernel.core.interfaces import Component, KernelBuilder
-from multikernel.core.validation import check_positive_integer, check_positive_real
+from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, Real
+from multikernel.estimators.base import FittedSpec, MultikernelEstimator
 from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.solve.fit import (
     FittedMKL,
@@ -31,7 +26,25 @@ from multikernel.solve.fit import (
 __all__ = ["MKLClassifier"]
 
 
-class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
+#: The parameters every MKL estimator of the fit core shares (the classifier, and the regression and one-class
+#: estimators built on it).
+MKL_CONSTRAINTS: dict[str, list[Constraint]] = {
+    "method": [Plugin("method", instances=False)],
+    "C": [Real(low=0), NoneValue()],
+    "loss": [Plugin("loss"), NoneValue()],
+    "regularizer": [Plugin("regularizer"), NoneValue()],
+    "solver": [Plugin("solver"), NoneValue()],
+    "tol": [Real(low=0)],
+    "max_iter": [Integer(low=1)],
+    "inner_tol": [Real(low=0)],
+    "stopping": [Options("gap", "relative_change")],
+    "multiclass": [Options("ovr", "shared")],
+    "n_jobs": [Integer(), NoneValue()],
+    "verbose": [Integer(low=0)],
+}
+
+
+class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
     """Multiple kernel learning classifier.
 
     Learns kernel weights ``mu`` and an SVM on the combined kernel ``sum_m mu_m K_m``.  The method
@@ -42,7 +55,8 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     kernels : str or list of KernelBuilder, default="rbf_poly"
-        A registered kernel family name, a list of (unfitted) kernel builders, or ``"precomputed"``: then
+        A registered kernel family name, a registered kernel builder name (one kernel, with ``kernel_params``),
+        a list of (unfitted) kernel builders, or ``"precomputed"``: then
         ``X`` is a stack of precomputed kernels, of shape (n_samples, n_train, n_kernels) (the layout
         scikit-learn's cross-validation splits, so ``cross_val_score`` and ``GridSearchCV`` work), or
         (n_kernels, n_samples, n_train) (the library's own layout, used without a copy; recognised when the
@@ -95,7 +109,8 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     n_jobs : int, optional
         Parallel binary problems in one-vs-rest fits (joblib, threads: the stack is shared).
     verbose : int, default=0
-        ``>= 1`` shows a progress bar of the outer iterations with the current duality gap.
+        ``>= 1`` shows the outer iterations with the current duality gap: a progress bar on a terminal, a log line
+        per tenth of ``max_iter`` elsewhere.
 
     Attributes
     ----------
@@ -120,8 +135,31 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
     fit_time_ : float
         Wall-clock seconds of ``fit`` (kernels included).
     results_ : list of MKLResult
-        Full outer-solver results (histories included), one per outer problem.
+        Full outer-solver results (histories included), one per outer problem (empty after :meth:`load`).
+    n_features_in_ : int
+        Number of features (of training samples, with precomputed kernels).
+    feature_names_in_ : ndarray of str
+        Feature names, when ``X`` is a DataFrame with string column names.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = MKL_CONSTRAINTS
+    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {
+        "classes_": FittedSpec("labels", (1,)),
+        "target_type_": FittedSpec("text", (0,)),
+        "weights_": FittedSpec("real", (1, 2)),
+        "dual_coef_": FittedSpec("real", (2,)),
+        "intercept_": FittedSpec("real", (1,)),
+        "n_iter_": FittedSpec("int", (0, 1)),
+        "objective_": FittedSpec("real", (0, 1)),
+        "dual_gap_": FittedSpec("real", (0, 1)),
+        "support_": FittedSpec("int", (1,)),
+        "kernel_names_": FittedSpec("text", (1,)),
+        "kernel_set_": FittedSpec("any", required=False),
+        "n_features_in_": FittedSpec("int", (0,)),
+        "feature_names_in_": FittedSpec("text", (1,), required=False),
+        "n_train_": FittedSpec("int", (0,), required=False),
+        "precomputed_layout_": FittedSpec("text", (0,), required=False),
+    }
 
     def __init__(
         self,
@@ -180,19 +218,6 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         return build_parts(self.method, self.loss, self.regularizer, self.solver,
                            params=None if self.C is None else {"C": self.C})
 
-    def _check_params(self) -> None:
-        if self.C is not None:
-            check_positive_real("C", self.C)
-        check_positive_real("tol", self.tol)
-        check_positive_real("inner_tol", self.inner_tol)
-        if not isinstance(self.max_iter, numbers.Integral):  # 2.0 is not an iteration count here
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}")
-        check_positive_integer("max_iter", self.max_iter)
-        if self.multiclass not in ("ovr", "shared"):
-            raise ValueError(f"multiclass must be 'ovr' or 'shared'; got {self.multiclass!r}")
-        if self.stopping not in ("gap", "relative_change"):
-            raise ValueError(f"stopping must be 'gap' or 'relative_change'; got {self.stopping!r}")
-
     # ------------------------------------------------------------------------------------------
     # fit / predict
     # ------------------------------------------------------------------------------------------
@@ -208,49 +233,38 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        start = time.perf_counter()
-        self._check_params()
-        parts = self._parts()
-        warm = self._warm_fit()
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        stack, y = self._fit_stack(X, y, first_weights=None if warm is not None else parts.regularizer.initial)
-        if len(y) != stack.n_rows:
-            raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
-        targets = encode_targets(y)
-        if self.multiclass == "ovr" and targets.n_blocks > 1 and getattr(parts.solver, "samples_blocks", False):
-            raise ValueError(f"solver {parts.solver.name!r} samples the {targets.kind} blocks of one problem with "
-                             f"shared kernel weights; with multiclass='ovr' every block has its own weights and "
-                             f"nothing is sampled: set multiclass='shared' (or choose another solver)")
-        settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
-                                 stopping=self.stopping)
-        if warm is not None and not (warm.targets.kind == targets.kind and
-                                     np.array_equal(warm.targets.blocks, targets.blocks)):
-            warm = None  # other data: nothing to start from
-        with self._progress() as callback:
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: {self.method} outer iterations") \
+                as progress:
+            parts = self._parts()
+            warm = self._warm_fit()
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            stack, y = self._fit_stack(X, y, first_weights=None if warm is not None else parts.regularizer.initial)
+            if len(y) != stack.n_rows:
+                raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
+            targets = self._encode_targets(y)
+            if self.multiclass == "ovr" and targets.n_blocks > 1 and getattr(parts.solver, "samples_blocks", False):
+                raise ValueError(f"solver {parts.solver.name!r} samples the {targets.kind} blocks of one problem "
+                                 f"with shared kernel weights; with multiclass='ovr' every block has its own weights "
+                                 f"and nothing is sampled: set multiclass='shared' (or choose another solver)")
+            settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
+                                     stopping=self.stopping)
+            if warm is not None and not (warm.targets.kind == targets.kind and
+                                         np.array_equal(warm.targets.blocks, targets.blocks)):
+                warm = None  # other data: nothing to start from
             fitted = fit_mkl(stack, targets, parts, settings, shared=self.multiclass == "shared", warm=warm,
-                             n_jobs=self.n_jobs, callback=callback)
-        self._store(fitted)
-        self.fit_time_ = time.perf_counter() - start
+                             n_jobs=self.n_jobs, callback=progress.as_callback() if self.verbose else None)
+            self._store(fitted)
         return self
+
+    def _encode_targets(self, y: Any) -> Targets:
+        """The fit core's targets of ``y`` (a subclass for another task encodes its own targets here)."""
+        return encode_targets(y)
 
     def _warm_fit(self) -> FittedMKL | None:
         if not (self.warm_start and hasattr(self, "results_") and hasattr(self, "_targets")):
             return None
         return FittedMKL(targets=self._targets, results=self.results_, shared=self._shared)
-
-    @contextlib.contextmanager
-    def _progress(self) -> Iterator[Callable[[dict[str, Any]], None] | None]:
-        """A callback that advances a progress bar of the outer iterations (``None`` when not verbose)."""
-        if not self.verbose:
-            yield None
-            return
-        with tqdm(total=self.max_iter, desc=f"{self.method} outer iterations", unit="it", leave=False) as bar:
-            def progress(entry: dict[str, Any]) -> None:
-                bar.update()
-                bar.set_postfix(gap=f"{entry['gap']:.2e}", kernels=entry["n_selected"])
-
-            yield progress
 
     def _store(self, fitted: FittedMKL) -> None:
         t = fitted.targets
@@ -277,7 +291,7 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes) (or (n_samples, n_labels))
         """
-        check_is_fitted(self)
+        self._check_fitted()
         weights = np.atleast_2d(self.weights_)
         scores = decision_values(self._cross_stack(X), weights, self.dual_coef_, self.intercept_)
         return scores[:, 0] if self.target_type_ == "binary" else scores
@@ -287,21 +301,26 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         return Targets(self.target_type_, self.classes_, np.empty((0, 0))).decode(scores.reshape(len(scores), -1))
 
-    # ------------------------------------------------------------------------------------------
-    # persistence
-    # ------------------------------------------------------------------------------------------
-    def save(self, path: str | Path) -> None:
-        """Save the fitted model to ``path`` (``.npz``: arrays, and JSON metadata; no pickled code)."""
-        from multikernel.estimators.persistence import save_model
+    def _restore_unsaved(self) -> None:
+        self.results_ = []  # the solvers' histories are not saved
 
-        save_model(self, path)
-
-    @classmethod
-    def load(cls, path: str | Path) -> MKLClassifier:
-        """Load a model written by :meth:`save`."""
-        from multikernel.estimators.persistence import load_model
-
-        return load_model(path)
+    def _check_loaded(self) -> None:
+        if not self._precomputed and self.kernel_set_ is None:
+            raise ValueError("a model fitted on features without its kernel set")
+        if self._precomputed and getattr(self, "n_train_", None) is None:
+            raise ValueError("a precomputed-kernel model without its number of training samples")
+        weights = np.atleast_2d(self.weights_)
+        n_kernels = len(self.kernel_names_)
+        if weights.shape[1] != n_kernels or self.dual_coef_.shape[0] != len(self.intercept_) or \
+                weights.shape[0] not in (1, self.dual_coef_.shape[0]):
+            raise ValueError(f"weights of shape {weights.shape}, dual coefficients {self.dual_coef_.shape} and "
+                             f"{len(self.intercept_)} intercepts for {n_kernels} kernels do not fit together")
+        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else self.n_train_
+        if self.dual_coef_.shape[1] != n_train:
+            raise ValueError(f"{self.dual_coef_.shape[1]} dual coefficients per problem for {n_train} training "
+                             f"samples")
+        if self.target_type_ not in ("binary", "multiclass", "multilabel"):
+            raise ValueError(f"unknown target type {self.target_type_!r}")
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()  # pairwise in the precomputed mode: KernelInputMixin

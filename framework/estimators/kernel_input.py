@@ -20,10 +20,56 @@ from sklearn.utils.validation import validate_data
 
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
+from multikernel.core.validation import (
+    Boolean,
+    Constraint,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    Real,
+)
 from multikernel.stack.kernelset import KernelSet
 from multikernel.stack.storage import DenseStack, KernelStack
 
-__all__ = ["KernelInputMixin"]
+__all__ = ["KernelInputMixin", "KernelsParam", "KERNEL_INPUT_CONSTRAINTS"]
+
+
+class KernelsParam(Constraint):
+    """The ``kernels`` parameter: ``"precomputed"``, a registered kernel family (several kernels) or kernel builder
+    name (one kernel, with ``kernel_params``), or a non-empty list of :class:`KernelBuilder` instances."""
+
+    def check(self, value: object) -> str | None:
+        registry = get_registry()
+        if isinstance(value, str):
+            if value == "precomputed" or value in registry.names("family") or value in registry.names("kernel"):
+                return None
+            known = registry.names("family") + registry.names("kernel")
+            return f"got {value!r}, which is neither 'precomputed', a kernel family nor a kernel builder " \
+                   f"(known: {', '.join(known)}; `multikernel plugins` lists them)"
+        if isinstance(value, (list, tuple)) and value and all(isinstance(b, KernelBuilder) for b in value):
+            return None
+        if isinstance(value, (list, tuple)):
+            bad = next((b for b in value if not isinstance(b, KernelBuilder)), None)
+            return "got an empty list" if not value else \
+                f"got a list with an element of type {type(bad).__name__}"
+        return f"got {value!r} of type {type(value).__name__}"
+
+    def describe(self) -> str:
+        return "'precomputed', a kernel family or kernel name, or a list of KernelBuilder instances"
+
+
+#: The constraints of the parameters the mixin owns (merged into each estimator's by the base class).
+KERNEL_INPUT_CONSTRAINTS: dict[str, list[Constraint]] = {
+    "kernels": [KernelsParam()],
+    "kernel_params": [InstanceOf(dict, label="a dict"), NoneValue()],
+    "normalize": [Options("none", "trace", "unit_diagonal", "center")],
+    "standardize": [Boolean()],
+    "kernel_dtype": [Options("float64", "float32")],
+    "kernel_backend": [Options("dense", "memmap", "lazy", "auto")],
+    "memory_budget": [Integer(low=1), InstanceOf(str, label="a size such as '4GB'"), NoneValue()],
+    "cache_size": [Real(low=0)],
+}
 
 
 class KernelInputMixin:
@@ -41,9 +87,15 @@ class KernelInputMixin:
     def _kernel_set_options(self) -> dict[str, Any]:
         return {}
 
+    _parameter_constraints = KERNEL_INPUT_CONSTRAINTS
+
     def _builders(self, n_features: int) -> list[KernelBuilder]:
+        registry = get_registry()
+        if isinstance(self.kernels, str) and self.kernels not in registry.names("family"):
+            # one registered kernel builder (``kernels="rbf"``), with ``kernel_params`` as its parameters
+            return [registry.create("kernel", self.kernels, **(self.kernel_params or {}))]
         if isinstance(self.kernels, str):
-            family = get_registry().get("family", self.kernels)
+            family = registry.get("family", self.kernels)
             return list(family(n_features, **(self.kernel_params or {})))
         builders = list(self.kernels)
         for b in builders:

@@ -35,6 +35,7 @@ from sklearn.utils.validation import column_or_1d
 from multikernel.core.capabilities import check_compatible
 from multikernel.core.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
 from multikernel.core.registry import get_registry
+from multikernel.core.validation import check_class_labels, shown
 from multikernel.stack.storage import KernelStack
 
 __all__ = [
@@ -127,6 +128,8 @@ def encode_targets(y: Any) -> Targets:
     """
     if not hasattr(y, "toarray"):
         y = np.asarray(y)
+        if y.ndim == 1 or (y.ndim == 2 and y.shape[1] == 1) or y.dtype.kind in "OcU":
+            check_class_labels(y)  # mixed types, NaN, complex: before scikit-learn sorts them
     kind = type_of_target(y)
     if kind == "multilabel-indicator":
         Y = np.asarray(y.toarray() if hasattr(y, "toarray") else y)
@@ -144,7 +147,7 @@ def encode_targets(y: Any) -> Targets:
     encoder = LabelEncoder().fit(y)
     classes, idx = encoder.classes_, encoder.transform(y)
     if len(classes) < 2:
-        raise ValueError(f"y has 1 class ({classes[0]!r}); a classifier needs at least two classes")
+        raise ValueError(f"y has 1 class ({shown(classes[0])!r}); a classifier needs at least two classes")
     if len(classes) == 2:
         return Targets("binary", classes, np.where(idx == 1, 1.0, -1.0)[None, :])
     return Targets("multiclass", classes, np.where(idx[None, :] == np.arange(len(classes))[:, None], 1.0, -1.0))
