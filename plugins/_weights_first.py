@@ -9,8 +9,8 @@ combined kernel at those weights.  :class:`WeightsThenSVM` is that two-stage sol
 
 :func:`simplex_descent` is the weight search of the iterative methods (GRAM, R-MKL, MEMO): exponentiated
 gradient steps over the simplex with an Armijo backtracking line search, stopped by the Frank-Wolfe gap
-``mu'g - min_m g_m`` (for a convex objective a certified bound on ``f(mu) - min f``, otherwise a
-stationarity measure).
+``mu'g - min_m g_m`` where the objective is convex (a certified bound on ``f(mu) - min f``), by the change of
+the objective over the last steps where it is not.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from multikernel.core.interfaces import LossBlocks, MKLProblem, MKLResult
 from multikernel.plugins.easymkl import FixedWeights
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
-__all__ = ["SearchResult", "SimplexSearch", "WeightsThenSVM", "binary_target", "on_simplex", "simplex_descent"]
+__all__ = ["CHANGE_WINDOW", "SearchResult", "SimplexSearch", "WeightsThenSVM", "binary_target", "on_simplex",
+           "simplex_descent"]
 
 
 def binary_target(problem: MKLProblem, method: str) -> np.ndarray:
@@ -94,77 +95,100 @@ class WeightsThenSVM(OuterSolver):
 
 @attrs.define
 class SearchResult:
-    """The outcome of :func:`simplex_descent`: the weights, the objective there, the Frank-Wolfe gap (relative
-    when the search was relative), the number of steps and whether the gap met the tolerance."""
+    """The outcome of :func:`simplex_descent`: the weights, the objective there, the last value of the stopping
+    measure, the number of steps and whether the measure met the tolerance."""
 
     mu: np.ndarray
     value: float
-    gap: float
+    measure: float
     n_iter: int
     converged: bool
 
 
+#: Steps over which :func:`simplex_descent` measures the change of a search that has no certificate.
+CHANGE_WINDOW = 10
+
+
 def simplex_descent(evaluate: Callable[[np.ndarray], tuple[float, np.ndarray]], mu0: np.ndarray, *, tol: float,
-                    max_iter: int, relative: bool, method: str) -> SearchResult:
+                    max_iter: int, certified: bool, relative: bool, method: str) -> SearchResult:
     """Minimise ``f`` over the unit simplex by exponentiated gradient steps with Armijo backtracking.
 
     Parameters
     ----------
     evaluate : callable
-        ``evaluate(mu) -> (f(mu), gradient)``.
+        ``evaluate(mu) -> (f(mu), g)`` with ``g`` a (sub)gradient of ``f`` at ``mu``.
     mu0 : ndarray of shape (M,)
         Start, with positive entries summing to 1.
     tol : float
-        Stop when the Frank-Wolfe gap ``mu'g - min_m g_m`` is at most ``tol`` (times ``|f|`` when
-        ``relative``).
+        The tolerance of the stopping measure, relative to ``|f(mu)|`` when ``relative``.
     max_iter : int
-        Most steps; reaching it warns (``ConvergenceWarning``) with the gap reached.
+        Most steps; reaching it warns (``ConvergenceWarning``) with the measure reached.
+    certified : bool
+        For a convex ``f``: stop at a Frank-Wolfe gap ``mu'g - min_m g_m <= tol``, which bounds
+        ``f(mu) - min f`` for any subgradient.  Otherwise (no certificate: a quasi-convex or non-convex ``f``,
+        whose subgradient at a kink says nothing of stationarity) stop when ``f`` fell by at most ``tol`` over
+        the last :data:`CHANGE_WINDOW` steps.
     relative : bool
         Whether ``tol`` is relative to ``|f(mu)|``.
     method : str
-        Named in the warning.
+        Named in the warnings.
     """
     mu = np.asarray(mu0, dtype=np.float64)
     f, g = evaluate(mu)
+    values = [f]
     eta = 1.0
-    gap = float(mu @ g - g.min())
+    what = "Frank-Wolfe gap" if certified else f"change over {CHANGE_WINDOW} steps"
+    measure = np.inf
     for it in range(max_iter + 1):
-        gap = float(mu @ g - g.min())
         scale = max(abs(f), 1e-300) if relative else 1.0
-        if gap <= tol * scale:
-            return SearchResult(mu, f, gap / scale, it, True)
+        if certified:
+            measure = float(mu @ g - g.min()) / scale
+        elif len(values) > CHANGE_WINDOW:
+            measure = (values[-CHANGE_WINDOW - 1] - f) / scale
+        if measure <= tol:
+            return SearchResult(mu, f, measure, it, True)
         if it == max_iter:
             break
         # The gradient scaled to [0, 1] makes the step size dimensionless: eta = 1 shrinks the worst kernel's
-        # weight by e relative to the best one's; the size doubles after each accepted step.
+        # weight by e relative to the best one's; the size doubles after a step accepted at the first trial.
         spread = float(g.max() - g.min())
+        if not spread > 0:  # every kernel's derivative is the same: no direction in the simplex moves f
+            return SearchResult(mu, f, 0.0, it, True)
         with np.errstate(divide="ignore"):
             log_mu = np.log(mu)
+        backtracked = False
         for _ in range(60):
             z = log_mu - eta * (g - g.min()) / spread
-            trial = np.exp(z - z.max())
+            # weights stay above 1e-12 of the largest, so that a kernel the search left can come back in a few
+            # steps when its gradient turns favourable (a multiplicative update never revives a weight of 0)
+            trial = np.maximum(np.exp(z - z.max()), 1e-12)
             trial /= trial.sum()
             f_new, g_new = evaluate(trial)
             if f_new <= f + 1e-4 * float(g @ (trial - mu)):
                 break
             eta /= 2.0
+            backtracked = True
         else:
-            warnings.warn(f"{method}: the weight search stalled (no step lowers its objective) at Frank-Wolfe gap "
-                          f"{gap / scale:.2e} for tol {tol:g}; the weights reached are used", ConvergenceWarning,
+            warnings.warn(f"{method}: the weight search stalled (no step lowers its objective) at {what} "
+                          f"{measure:.2e} for tol {tol:g}; the weights reached are used", ConvergenceWarning,
                           stacklevel=3)
-            return SearchResult(mu, f, gap / scale, it, False)
+            return SearchResult(mu, f, measure, it, False)
         mu, f, g = trial, f_new, g_new
-        eta *= 2.0
-    warnings.warn(f"{method}: the weight search reached max_iter = {max_iter} at Frank-Wolfe gap {gap / scale:.2e} "
-                  f"for tol {tol:g}; raise max_iter (or tol) for a finer optimum", ConvergenceWarning, stacklevel=3)
-    return SearchResult(mu, f, gap / scale, max_iter, False)
+        values.append(f)
+        if not backtracked:  # a step size that needed no backtracking may be too small: try twice as large
+            eta *= 2.0
+    warnings.warn(f"{method}: the weight search reached max_iter = {max_iter} at {what} {measure:.2e} for tol "
+                  f"{tol:g}; raise max_iter (or tol) for a finer optimum", ConvergenceWarning, stacklevel=3)
+    return SearchResult(mu, f, measure, max_iter, False)
 
 
 class SimplexSearch(WeightsThenSVM):
     """An iterative weight search over the simplex (:func:`simplex_descent`) on an objective whose value and
     gradient come from SMO solves on the combined kernel; ``tol`` and ``max_iter`` are the problem's."""
 
-    #: whether the Frank-Wolfe gap is read relative to the objective
+    #: whether the objective is convex, so that the Frank-Wolfe gap certifies the weights (else: change rule)
+    certified: bool = True
+    #: whether ``tol`` is relative to the objective
     relative: bool = True
 
     def __init__(self, qp_tol: float = 1e-7) -> None:
@@ -184,5 +208,6 @@ class SimplexSearch(WeightsThenSVM):
         evaluate = self.objective(problem, y)
         M = problem.stack.n_kernels
         found = simplex_descent(evaluate, np.full(M, 1.0 / M), tol=problem.tol, max_iter=problem.max_iter,
-                                relative=self.relative, method=self.name)
+                                certified=self.certified, relative=self.relative,
+                                method=self.name)
         return found.mu, found.n_iter

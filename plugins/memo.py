@@ -8,8 +8,8 @@ term that favours expressive combinations:
 
 (MKLpy's normalization of ``Q``).  With ``theta = 0`` it is the hard-margin (maximum hull distance)
 combination, a concave problem whose Frank-Wolfe gap certifies the weights; ``theta > 0`` adds a convex
-term to a maximisation, and the search then stops at a stationary point (the same gap, as a stationarity
-measure).  The weights found are the combination of one SVM, the loss's (the C-SVC by default).
+term to a maximisation, and the search then stops when the objective rose by at most a relative ``tol`` over
+the last 10 steps.  The weights found are the combination of one SVM, the loss's (the C-SVC by default).
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ class MEMOSolver(SimplexSearch):
     """
 
     name = "memo"
+
+    @property
+    def certified(self) -> bool:  # type: ignore[override]
+        """With ``theta = 0`` the objective is concave, and the Frank-Wolfe gap certifies the weights."""
+        return not self.theta
     replaces_objective = "weights maximising the class-hull margin plus theta/2 mu'Q mu, then one SVM"
 
     def __init__(self, theta: float = 0.0, qp_tol: float = 1e-7) -> None:

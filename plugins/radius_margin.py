@@ -78,8 +78,9 @@ class GRAMSolver(SimplexSearch):
     """GRAM: the weights that minimise the radius-margin ratio ``R^2 / rho^2`` of the combined kernel, then
     the loss's SVM on it.
 
-    The search stops when the Frank-Wolfe gap of ``log(R^2 / rho^2)`` (a stationarity measure: the ratio is
-    quasi-convex) is at most ``tol``.
+    The ratio is quasi-convex and not smooth (the MEB and the hulls are often met by several solutions), so
+    no gradient certifies it: the search stops when ``log(R^2 / rho^2)`` fell by at most ``tol`` over the
+    last 10 steps (the ratio by a relative ``tol``).
 
     Parameters
     ----------
@@ -89,6 +90,7 @@ class GRAMSolver(SimplexSearch):
 
     name = "gram"
     replaces_objective = "weights minimising the radius-margin ratio R^2 / rho^2, then one SVM"
+    certified = False
     relative = False
 
     def objective(self, problem: MKLProblem, y: np.ndarray):
