@@ -25,12 +25,42 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.core.capabilities import Capability
-from multikernel.core.interfaces import LossBlocks, MKLProblem, MKLResult
-from multikernel.plugins.easymkl import FixedWeights
+from multikernel.core.interfaces import LossBlocks, MKLProblem, MKLResult, Regularizer
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
-__all__ = ["CHANGE_WINDOW", "SearchResult", "SimplexSearch", "WeightsThenSVM", "binary_target", "on_simplex",
-           "simplex_descent"]
+__all__ = ["CHANGE_WINDOW", "FixedWeights", "SearchResult", "SimplexSearch", "WeightsThenSVM", "binary_target",
+           "on_simplex", "simplex_descent"]
+
+
+class FixedWeights(Regularizer):
+    """The single point ``mu = weights``: a fixed combination (the weights EasyMKL chose).
+
+    Not registered: :class:`WeightsThenSVM` uses it to solve the SVM at its weights through the shared outer
+    loop, whose certificate on a single-point domain is the inner solve's own gap.
+    """
+
+    name = "fixed_weights"
+    domain = "point"
+
+    def __init__(self, weights: np.ndarray | None = None) -> None:
+        self.weights = weights
+
+    def check(self, n_kernels: int) -> None:
+        w = np.asarray(self.weights, dtype=np.float64)
+        if w.shape != (n_kernels,) or not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
+            raise ValueError(f"fixed weights must be {n_kernels} finite non-negative numbers, not all zero")
+
+    def initial(self, n_kernels: int) -> np.ndarray:
+        return np.asarray(self.weights, dtype=np.float64).copy()
+
+    def dual_bound(self, g: np.ndarray) -> float:
+        return float(np.asarray(self.weights, dtype=np.float64) @ g)
+
+    def closed_form_update(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray:
+        return self.initial(len(mu))
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        return self.initial(len(v))
 
 
 def binary_target(problem: MKLProblem, method: str) -> np.ndarray:
