@@ -17,7 +17,7 @@ MKLpy is not a dependency of multikernel: create its environment with
 and run from the repository root (both sides on one thread)::
 
     python benchmarks/bench_mklpy_methods.py [--sets heart,ionosphere,pima-diabetes] [--C 10] [--repeats 1]
-        [--methods cka,alignf,fheuristic,pwmk,gram,rmkl,memo] [--peer-iter 100]
+        [--methods cka,alignf,fheuristic,pwmk,gram,rmkl,memo] [--peer-iter 100] [--skip-peer CKA]
         [--mklpy-python /work/venv-peers-mklpy/bin/python]
 """
 
@@ -42,7 +42,7 @@ PEERS = {"cka": "CKA", "alignf": "CKA", "fheuristic": "FHeuristic", "pwmk": "PWM
          "memo": "MEMO"}
 
 
-def mklpy_worker(folder: str, C: float, repeats: int, peer_iter: int, methods: list[str]) -> None:
+def mklpy_worker(folder: str, C: float, repeats: int, peer_iter: int, methods: list[str], skip: set[str]) -> None:
     import contextlib
     import io
 
@@ -64,7 +64,7 @@ def mklpy_worker(folder: str, C: float, repeats: int, peer_iter: int, methods: l
         "MEMO": lambda: MEMO(learner=SVC(C=C), theta=0.0, max_iter=peer_iter),
     }
     out = {}
-    for name in dict.fromkeys(PEERS[m] for m in methods):
+    for name in dict.fromkeys(PEERS[m] for m in methods if PEERS[m] not in skip):
         try:
             times = []
             for _ in range(repeats):
@@ -111,13 +111,14 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--methods", default=",".join(PEERS))
     ap.add_argument("--peer-iter", type=int, default=100, help="max_iter of MKLpy's GRAM, RMKL and MEMO")
+    ap.add_argument("--skip-peer", default="", help="MKLpy methods not to run (CKA costs M^2 n^3: 100 s on heart)")
     ap.add_argument("--mklpy-python", default="/work/venv-peers-mklpy/bin/python")
     ap.add_argument("--data-dir", default=os.environ.get("MULTIKERNEL_DATA", str(ROOT.parent / "shared" / "data")))
     ap.add_argument("--mklpy-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     methods = args.methods.split(",")
     if args.mklpy_worker:
-        mklpy_worker(args.mklpy_worker, args.C, args.repeats, args.peer_iter, methods)
+        mklpy_worker(args.mklpy_worker, args.C, args.repeats, args.peer_iter, methods, set(args.skip_peer.split(",")))
         return
     os.environ["OMP_NUM_THREADS"] = "1"
     from threadpoolctl import threadpool_limits
@@ -134,7 +135,8 @@ def main() -> None:
             mine = ours(folder, args.C, args.repeats, methods)
             run = subprocess.run([args.mklpy_python, __file__, "--mklpy-worker", str(folder), "--C", str(args.C),
                                   "--repeats", str(args.repeats), "--peer-iter", str(args.peer_iter),
-                                  "--methods", args.methods], capture_output=True, text=True)
+                                  "--methods", args.methods, "--skip-peer", args.skip_peer],
+                                 capture_output=True, text=True)
             try:
                 theirs = json.loads(run.stdout.strip().splitlines()[-1])
             except (json.JSONDecodeError, IndexError):
@@ -142,7 +144,7 @@ def main() -> None:
                 theirs = {PEERS[m]: {"error": err} for m in methods}
         for method in methods:
             a, peer = mine[method], PEERS[method]
-            b = theirs.get(peer, {"error": "not run"})
+            b = theirs.get(peer, {"error": "not run (--skip-peer)"})
             label = method + (f" ({a['iterations']} it., max_iter)" if a["warned"] else f" ({a['iterations']} it.)")
             if "error" in b:
                 print(f"| {name} | {n} | {M} | {label} | {a['time']:.3f} | {a['accuracy']:.3f} | {peer} | "

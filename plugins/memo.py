@@ -69,7 +69,7 @@ class MEMOSolver(SimplexSearch):
         state = {"gamma": None}
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
-            K = np.asarray(combined(mu))
+            K = combined(mu)  # an array, or kernel columns for a lazy stack (solve_qp takes both)
             scale = max(float((mu @ diag).mean()), 1e-300)
             _, state["gamma"] = hull_margin(K, y, 0.0, state["gamma"], qp_tol * scale)
             b = np.maximum(stack.quad_forms(state["gamma"] * y), 0.0)

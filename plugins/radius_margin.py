@@ -101,7 +101,7 @@ class GRAMSolver(SimplexSearch):
         qp_tol = float(self.qp_tol)
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
-            K = np.asarray(combined(mu))
+            K = combined(mu)  # an array, or kernel columns for a lazy stack (solve_qp takes both)
             d = mu @ diag
             scale = max(float(d.mean()), 1e-300)
             _, state["alpha"] = meb_radius(K, d, state["alpha"], qp_tol * scale)
@@ -158,7 +158,7 @@ class RMKLSolver(SimplexSearch):
         state = {"gamma": None}
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
-            K = np.asarray(combined(mu))
+            K = combined(mu)  # an array, or kernel columns for a lazy stack (solve_qp takes both)
             scale = max(float((mu @ diag).mean()), 1e-300)
             _, gamma = hull_margin(K, y, float(mu @ radii) / C, state["gamma"], qp_tol * scale)
             state["gamma"] = gamma

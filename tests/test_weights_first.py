@@ -76,3 +76,16 @@ def test_max_iter_warns_with_the_measure_reached():
     d = make_problem(n=30, positives=12, kinds=["rbf", "poly", "linear", "rbf"], seed=3)
     with pytest.warns(UserWarning, match="memo: the weight search reached max_iter = 2 at Frank-Wolfe gap"):
         MKLClassifier(kernels="precomputed", method="memo", max_iter=2, tol=1e-9).fit(d.Ks, d.y)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_lazy_and_float32_stacks_give_the_dense_weights(method):
+    X, y = load_breast_cancer(return_X_y=True)
+    X, y = X[:80], y[:80]
+    dense = MKLClassifier(kernels="rbf_poly", method=method, standardize=True).fit(X, y).weights_
+    lazy = MKLClassifier(kernels="rbf_poly", method=method, standardize=True, kernel_backend="lazy"
+                         ).fit(X, y).weights_
+    np.testing.assert_allclose(lazy, dense, atol=1e-6)
+    single = MKLClassifier(kernels="rbf_poly", method=method, standardize=True, kernel_dtype="float32"
+                           ).fit(X, y).weights_
+    assert np.abs(single - dense).max() < 0.05  # float32 rounding moves the QPs' solutions, not the method
