@@ -1,8 +1,9 @@
 """MKLpy's kernel-combination methods against ours on the same precomputed kernels, in one run.
 
 The kernels, splits and labels are those of ``bench_mklpy.py`` (its ``prepare``: the ``simplemkl`` family,
-trace-normalized, 70% training split, seed 0).  Pairs (ours / MKLpy 0.6), every one ending with a C-SVC of
-the same C (ours: the loss's SVM at the weights, certified to 1e-3; MKLpy: ``learner=SVC(C)``):
+trace-normalized, 70% stratified training split; ``--splits N`` takes seeds 0 to N - 1, and the table gives
+the mean test accuracy and the total fit time over the splits).  Pairs (ours / MKLpy 0.6), every one ending
+with a C-SVC of the same C (ours: the loss's SVM at the weights, certified to 1e-3; MKLpy: ``learner=SVC(C)``):
 
     cka / CKA, alignf / CKA (MKLpy's CKA is the unconstrained ALIGNF), fheuristic / FHeuristic,
     pwmk / PWMK (delta 0, 3 folds), gram / GRAM, rmkl / RMKL (C), memo / MEMO (theta 0)
@@ -16,7 +17,7 @@ MKLpy is not a dependency of multikernel: create its environment with
 
 and run from the repository root (both sides on one thread)::
 
-    python benchmarks/bench_mklpy_methods.py [--sets heart,ionosphere,pima-diabetes] [--C 10] [--repeats 1]
+    python benchmarks/bench_mklpy_methods.py [--sets heart,ionosphere,pima-diabetes] [--C 10] [--splits 1]
         [--methods cka,alignf,fheuristic,pwmk,gram,rmkl,memo] [--peer-iter 100] [--skip-peer CKA]
         [--mklpy-python /work/venv-peers-mklpy/bin/python]
 """
@@ -109,6 +110,7 @@ def main() -> None:
     ap.add_argument("--sets", default="heart,ionosphere,pima-diabetes")
     ap.add_argument("--C", type=float, default=10.0)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--splits", type=int, default=1, help="stratified 70/30 splits, seeds 0 .. splits - 1")
     ap.add_argument("--methods", default=",".join(PEERS))
     ap.add_argument("--peer-iter", type=int, default=100, help="max_iter of MKLpy's GRAM, RMKL and MEMO")
     ap.add_argument("--skip-peer", default="", help="MKLpy methods not to run (CKA costs M^2 n^3: 100 s on heart)")
@@ -125,35 +127,47 @@ def main() -> None:
 
     threadpool_limits(1)
     print(f"# {platform.machine()}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; C = {args.C}, "
-          f"best of {args.repeats}; one thread each side; MKLpy's iterative methods {args.peer_iter} steps")
+          f"{args.splits} split(s), best of {args.repeats}; one thread each side; MKLpy's iterative methods "
+          f"{args.peer_iter} steps")
     print("| data set | n | M | ours | time (s) | acc | MKLpy | time (s) | acc | ratio ours/MKLpy | max weight diff |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.sets.split(","):
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            n, M = prepare(name, Path(args.data_dir), folder)
-            mine = ours(folder, args.C, args.repeats, methods)
-            run = subprocess.run([args.mklpy_python, __file__, "--mklpy-worker", str(folder), "--C", str(args.C),
-                                  "--repeats", str(args.repeats), "--peer-iter", str(args.peer_iter),
-                                  "--methods", args.methods, "--skip-peer", args.skip_peer],
-                                 capture_output=True, text=True)
-            try:
-                theirs = json.loads(run.stdout.strip().splitlines()[-1])
-            except (json.JSONDecodeError, IndexError):
-                err = (run.stderr.strip().splitlines() or ["no output"])[-1]
-                theirs = {PEERS[m]: {"error": err} for m in methods}
+        mine: dict[str, list[dict]] = {m: [] for m in methods}
+        theirs: dict[str, list[dict]] = {PEERS[m]: [] for m in methods}
+        for seed in range(args.splits):
+            with tempfile.TemporaryDirectory() as tmp:
+                folder = Path(tmp)
+                n, M = prepare(name, Path(args.data_dir), folder, seed)
+                for method, result in ours(folder, args.C, args.repeats, methods).items():
+                    mine[method].append(result)
+                run = subprocess.run([args.mklpy_python, __file__, "--mklpy-worker", str(folder), "--C", str(args.C),
+                                      "--repeats", str(args.repeats), "--peer-iter", str(args.peer_iter),
+                                      "--methods", args.methods, "--skip-peer", args.skip_peer],
+                                     capture_output=True, text=True)
+                try:
+                    peer = json.loads(run.stdout.strip().splitlines()[-1])
+                except (json.JSONDecodeError, IndexError):
+                    err = (run.stderr.strip().splitlines() or ["no output"])[-1]
+                    peer = {PEERS[m]: {"error": err} for m in methods}
+                for key in theirs:
+                    theirs[key].append(peer.get(key, {"error": "not run (--skip-peer)"}))
         for method in methods:
             a, peer = mine[method], PEERS[method]
-            b = theirs.get(peer, {"error": "not run (--skip-peer)"})
-            label = method + (f" ({a['iterations']} it., max_iter)" if a["warned"] else f" ({a['iterations']} it.)")
-            if "error" in b:
-                print(f"| {name} | {n} | {M} | {label} | {a['time']:.3f} | {a['accuracy']:.3f} | {peer} | "
-                      f"failed: {b['error']} | | | |")
+            time_a, acc_a = sum(r["time"] for r in a), np.mean([r["accuracy"] for r in a])
+            steps = "/".join(str(r["iterations"]) for r in a) + (", max_iter" if any(r["warned"] for r in a) else "")
+            label = f"{method} ({steps} it.)"
+            failed = [r["error"] for r in theirs[peer] if "error" in r]
+            if failed:
+                print(f"| {name} | {n} | {M} | {label} | {time_a:.3f} | {acc_a:.3f} | {peer} | "
+                      f"failed ({len(failed)}/{args.splits}): {failed[0]} | | | |")
                 continue
-            diff = float(np.abs(np.asarray(b["weights"]) - a["weights"]).max())
-            neg = f" ({b['negative']} negative)" if b["negative"] else ""
-            print(f"| {name} | {n} | {M} | {label} | {a['time']:.3f} | {a['accuracy']:.3f} | {peer}{neg} | "
-                  f"{b['time']:.3f} | {b['accuracy']:.3f} | {a['time'] / b['time']:.2f} | {diff:.1e} |")
+            b = theirs[peer]
+            time_b, acc_b = sum(r["time"] for r in b), np.mean([r["accuracy"] for r in b])
+            diff = max(float(np.abs(np.asarray(r["weights"]) - x["weights"]).max()) for r, x in zip(b, a, strict=True))
+            neg = max(r["negative"] for r in b)
+            neg = f" ({neg} negative)" if neg else ""
+            print(f"| {name} | {n} | {M} | {label} | {time_a:.3f} | {acc_a:.3f} | {peer}{neg} | {time_b:.3f} | "
+                  f"{acc_b:.3f} | {time_a / time_b:.2f} | {diff:.1e} |")
         sys.stdout.flush()
 
 
