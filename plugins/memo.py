@@ -22,7 +22,7 @@ from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import Method, MKLProblem, Solver
 from multikernel.plugins._weights_first import SimplexSearch
 from multikernel.plugins.alignment import frobenius_gram
-from multikernel.plugins.radius_margin import hull_margin
+from multikernel.plugins.radius_margin import hull_margin, margin_tol
 from multikernel.stack.combination import CombinedKernel
 
 __all__ = ["MEMOSolver"]
@@ -66,13 +66,15 @@ class MEMOSolver(SimplexSearch):
         if theta > 0:  # M^2 n^2 work: only when the term counts
             Q = frobenius_gram(stack)
             Q /= max(np.trace(Q) / len(Q), 1e-300)
-        state = {"gamma": None}
+        state = {"gamma": None, "m2": None}
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
             K = combined(mu)  # an array, or kernel columns for a lazy stack (solve_qp takes both)
             scale = max(float((mu @ diag).mean()), 1e-300)
-            _, state["gamma"] = hull_margin(K, y, 0.0, state["gamma"], qp_tol * scale)
+            tol = margin_tol(qp_tol, scale, state["m2"])
+            _, state["gamma"] = hull_margin(K, y, 0.0, state["gamma"], tol)
             b = np.maximum(stack.quad_forms(state["gamma"] * y), 0.0)
+            state["m2"] = float(mu @ b)
             if Q is None:
                 return -float(mu @ b), -b
             Qmu = Q @ mu

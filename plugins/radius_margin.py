@@ -36,7 +36,7 @@ from multikernel.plugins._weights_first import SimplexSearch
 from multikernel.solve.smo import solve_qp
 from multikernel.stack.combination import CombinedKernel
 
-__all__ = ["GRAMSolver", "RMKLSolver", "hull_margin", "meb_radius", "kernel_radii"]
+__all__ = ["GRAMSolver", "RMKLSolver", "hull_margin", "kernel_radii", "margin_tol", "meb_radius"]
 
 
 def meb_radius(K: np.ndarray, diag: np.ndarray, alpha0: np.ndarray | None = None, tol: float = 1e-7
@@ -61,6 +61,16 @@ def hull_margin(K: np.ndarray, y: np.ndarray, ridge: float = 0.0, gamma0: np.nda
     res = solve_qp(K, y, p=0.0, lower=0.0, upper=np.inf, ridge=ridge, signed=True, y_sum=0.0, total=2.0,
                    alpha0=gamma0, tol=tol)
     return 2.0 * float(res.objective), res.alpha
+
+
+def margin_tol(qp_tol: float, scale: float, last: float | None) -> float:
+    """The margin QP's KKT tolerance: ``qp_tol`` times the kernel's scale, and at most 1e-3 of the last margin
+    found (a nearly degenerate kernel has margins far below its scale, which a tolerance relative to the scale
+    alone would not resolve), never below the SMO's reach (1e-13 of the scale)."""
+    tol = qp_tol * scale
+    if last:
+        tol = max(min(tol, 1e-3 * last), 1e-13 * scale)
+    return tol
 
 
 def kernel_radii(stack, tol: float = 1e-7) -> np.ndarray:
@@ -97,7 +107,7 @@ class GRAMSolver(SimplexSearch):
         stack = problem.stack
         diag = stack.diag()
         combined = CombinedKernel(stack)
-        state = {"alpha": None, "gamma": None}
+        state = {"alpha": None, "gamma": None, "m2": None}
         qp_tol = float(self.qp_tol)
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
@@ -105,11 +115,12 @@ class GRAMSolver(SimplexSearch):
             d = mu @ diag
             scale = max(float(d.mean()), 1e-300)
             _, state["alpha"] = meb_radius(K, d, state["alpha"], qp_tol * scale)
-            _, state["gamma"] = hull_margin(K, y, 0.0, state["gamma"], qp_tol * scale)
+            _, state["gamma"] = hull_margin(K, y, 0.0, state["gamma"], margin_tol(qp_tol, scale, state["m2"]))
             alpha, gamma = state["alpha"], state["gamma"]
             a = diag @ alpha - stack.quad_forms(alpha)
             b = np.maximum(stack.quad_forms(gamma * y), 0.0)
             r2, m2 = float(mu @ a), float(mu @ b)
+            state["m2"] = m2
             if not m2 > 1e-12 * scale:
                 return np.inf, np.zeros_like(mu)
             return float(np.log(r2) - np.log(m2)), a / r2 - b / m2
@@ -155,15 +166,16 @@ class RMKLSolver(SimplexSearch):
         radii = kernel_radii(stack, qp_tol)
         diag = stack.diag()
         combined = CombinedKernel(stack)
-        state = {"gamma": None}
+        state = {"gamma": None, "m2": None}
 
         def evaluate(mu: np.ndarray) -> tuple[float, np.ndarray]:
             K = combined(mu)  # an array, or kernel columns for a lazy stack (solve_qp takes both)
             scale = max(float((mu @ diag).mean()), 1e-300)
-            _, gamma = hull_margin(K, y, float(mu @ radii) / C, state["gamma"], qp_tol * scale)
+            _, gamma = hull_margin(K, y, float(mu @ radii) / C, state["gamma"], margin_tol(qp_tol, scale, state["m2"]))
             state["gamma"] = gamma
             g = np.maximum(stack.quad_forms(gamma * y), 0.0) + radii * float(gamma @ gamma) / C
-            return -float(mu @ g), -g
+            state["m2"] = float(mu @ g)
+            return -state["m2"], -g
 
         return evaluate
 

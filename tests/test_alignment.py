@@ -6,7 +6,7 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from _mkl_testing import make_problem, mkl_problems
-from hypothesis import given
+from hypothesis import assume, given
 from sklearn.svm import SVC
 
 from multikernel import MKLClassifier
@@ -42,15 +42,19 @@ def test_cka_weights_are_the_clipped_centered_alignments(d):
 
 
 def _cvx_alignf(Ks: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """min_{v >= 0} v'Mv - 2 v'a with M and a from explicitly centered kernels."""
-    C = [_centered(K) for K in Ks]
-    Mat = np.array([[np.sum(Ci * Cj) for Cj in C] for Ci in C])
-    a = np.array([np.sum(Ci * np.outer(y, y)) for Ci in C])
-    w, V = np.linalg.eigh(Mat)
-    L = V * np.sqrt(np.clip(w, 0, None))
+    """min_{v >= 0} ||sum_k v_k K_k^c - (yy')^c||_F^2 (= v'Mv - 2 v'a + constant), on explicitly centered kernels."""
+    n = len(y)
+    A = np.stack([_centered(K).ravel() for K in Ks], axis=1) / n
+    b = _centered(np.outer(y, y)).ravel() / n
     v = cp.Variable(len(Ks), nonneg=True)
-    cp.Problem(cp.Minimize(cp.sum_squares(L.T @ v) - 2 * a @ v)).solve(solver=cp.CLARABEL, tol_gap_abs=1e-12,
-                                                                       tol_gap_rel=1e-12, tol_feas=1e-12)
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(A @ v - b)))
+    try:
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    except cp.error.SolverError:  # tight tolerances out of Clarabel's reach: its defaults
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            assume(False)  # the reference cannot solve this draw: nothing to compare
     return np.maximum(v.value, 0)
 
 

@@ -6,13 +6,21 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from _mkl_testing import make_problem, mkl_problems
-from hypothesis import given
+from hypothesis import assume, given
 
 from multikernel import MKLClassifier, create
 from multikernel.plugins.radius_margin import hull_margin, kernel_radii, meb_radius
 from multikernel.stack.storage import DenseStack
 
-_CLARABEL = {"solver": cp.CLARABEL, "tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-9}
+
+def _solve(prob: cp.Problem) -> None:
+    try:
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-9)
+    except cp.error.SolverError:  # tight tolerances out of Clarabel's reach (duplicated kernels): its defaults
+        try:
+            prob.solve(solver=cp.CLARABEL)
+        except cp.error.SolverError:
+            assume(False)  # the reference cannot solve this draw: nothing to compare
 
 
 def _factor(K: np.ndarray) -> np.ndarray:
@@ -23,7 +31,7 @@ def _factor(K: np.ndarray) -> np.ndarray:
 def _cvx_radius(K: np.ndarray) -> float:
     a = cp.Variable(len(K), nonneg=True)
     prob = cp.Problem(cp.Maximize(np.diag(K) @ a - cp.sum_squares(_factor(K).T @ a)), [cp.sum(a) == 1])
-    prob.solve(**_CLARABEL)
+    _solve(prob)
     return float(prob.value)
 
 
@@ -35,7 +43,7 @@ def _cvx_margin(K: np.ndarray, y: np.ndarray, ridge: float = 0.0) -> float:
     g = cp.Variable(len(y))
     prob = cp.Problem(cp.Minimize(cp.sum_squares(_factor(K).T @ cp.multiply(y, g)) + ridge * cp.sum_squares(g)),
                       _hull_constraints(g, y))
-    prob.solve(**_CLARABEL)
+    _solve(prob)
     return float(prob.value)
 
 
@@ -45,7 +53,7 @@ def _cvx_minmax(Ks: np.ndarray, y: np.ndarray, ridges: np.ndarray) -> float:
     cons = _hull_constraints(g, y) + [cp.sum_squares(_factor(K).T @ cp.multiply(y, g)) + r * cp.sum_squares(g) <= t
                                       for K, r in zip(Ks, ridges, strict=True)]
     prob = cp.Problem(cp.Minimize(t), cons)
-    prob.solve(**_CLARABEL)
+    _solve(prob)
     return float(prob.value)
 
 
