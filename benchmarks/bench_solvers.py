@@ -1,4 +1,4 @@
-"""The MKL solver comparison (issue 12): every registered solver on every problem it can solve.
+"""The MKL solver comparison: every registered solver on every problem it can solve.
 
 Data: the public binary sets of ``../shared/data`` (heart, ionosphere, pima-diabetes, australian), 70/30
 split (seed 0, stratified), features standardized on the training part, SimpleMKL's kernel family (Gaussian
@@ -22,7 +22,7 @@ certified gap, test accuracy, and ratios in the same run: per problem each solve
 Run from the repository root::
 
     python benchmarks/bench_solvers.py [--datasets heart,ionosphere] [--C 10] [--tol 1e-3]
-        [--time-limit 120] [--figure docs/benchmarks/solvers.png]
+        [--time-limit 120] [--figure solvers.png]
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def main() -> None:
     parser.add_argument("--tol", type=float, default=1e-3)
     parser.add_argument("--max-iter", type=int, default=2000)
     parser.add_argument("--time-limit", type=float, default=60.0, help="CPU seconds per solve")
-    parser.add_argument("--figure", default="docs/benchmarks/solvers.png")
+    parser.add_argument("--figure", default=None, help="write the gap-against-time figure to this PNG")
     args = parser.parse_args()
 
     # One BLAS thread and CPU time: the machines this runs on are shared, and waiting for a core is no
@@ -179,7 +179,7 @@ def main() -> None:
 
 
 def summary(results: dict) -> None:
-    """The issue's two targets, as ratios of times measured in the same run."""
+    """The headline ratios: smo_mkl against reduced_gradient_lp on lp, the level method against the fastest on L1."""
     print("\n## Targets")
     for (name, pname), rows in results.items():
         smo = rows.get("smo_mkl")

@@ -12,6 +12,7 @@ from multikernel.config.schema import RunConfig, config_from_dict, load_config
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import (
     Component,
+    InnerCapability,
     InnerProblem,
     InnerSolution,
     KernelBuilder,
@@ -77,6 +78,7 @@ __all__ = [
     "TaskEstimator",
     "TASK_KINDS",
     "InnerProblem",
+    "InnerCapability",
     "InnerSolution",
     "LossBlocks",
     "MKLProblem",

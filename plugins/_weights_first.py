@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.core.capabilities import Capability
-from multikernel.core.interfaces import LossBlocks, MKLProblem, MKLResult, Regularizer
+from multikernel.core.interfaces import InnerCapability, MKLProblem, MKLResult, Regularizer
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
 __all__ = ["CHANGE_WINDOW", "FixedWeights", "SearchResult", "SimplexSearch", "WeightsThenSVM", "binary_target",
@@ -69,7 +69,7 @@ def binary_target(problem: MKLProblem, method: str) -> np.ndarray:
     These methods separate two classes; a multi-class fit reaches them one class against the rest
     (``multiclass="ovr"``, the default), each with its own weights.
     """
-    if problem.y is None or not isinstance(problem.inner, LossBlocks):
+    if InnerCapability.LABELLED_BLOCKS not in problem.inner.capabilities():
         raise ValueError(f"{method} needs class targets in {{-1, +1}}: it has no form for a problem that brings "
                          "its own inner problem")
     y = np.asarray(problem.y, dtype=np.float64)
@@ -104,6 +104,7 @@ class WeightsThenSVM(OuterSolver):
     """
 
     requires = frozenset({Capability.SIMPLEX})
+    requires_inner = frozenset({InnerCapability.LABELLED_BLOCKS})
 
     @abc.abstractmethod
     def weights(self, problem: MKLProblem) -> tuple[np.ndarray, int]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import LossBlocks, Method, MKLProblem, Solver
+from multikernel.core.interfaces import InnerCapability, Method, MKLProblem, Solver
 from multikernel.plugins._weights_first import FixedWeights, WeightsThenSVM
 from multikernel.solve.smo import solve_qp
 from multikernel.stack.combination import CombinedKernel
@@ -51,7 +51,7 @@ def easymkl_weights(problem: MKLProblem, lam: float, tol: float = 1e-8) -> tuple
     tol : float
         KKT tolerance of the QP.
     """
-    if problem.y is None or not isinstance(problem.inner, LossBlocks):
+    if InnerCapability.LABELLED_BLOCKS not in problem.inner.capabilities():
         raise ValueError("easymkl needs class targets in {-1, +1}: it separates two classes, and has no form "
                          "for a problem that brings its own inner problem")
     if not (0.0 <= lam < 1.0):

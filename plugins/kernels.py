@@ -33,7 +33,7 @@ __all__ = [
     "LaplacianKernel",
     "InverseSquareDistanceKernel", "InverseDistanceKernel", "ExpChi2Kernel", "IntersectionKernel",
     "ModifiedChi2Kernel", "DistanceKernel", "PrecomputedKernel", "ProductKernel", "BUILDERS", "FAMILIES",
-    "simplemkl_family", "rbf_poly_family", "event6_family", "chi2_family",
+    "simplemkl_family", "rbf_poly_family", "event6_family", "chi2_family", "iokl_family",
 ]
 
 BUILDERS: dict[str, type[KernelBuilder]] = {
@@ -88,6 +88,13 @@ def rbf_poly_family(n_features: int) -> list[KernelBuilder]:
     return out
 
 
+def iokl_family(n_features: int) -> list[KernelBuilder]:
+    """The four input kernels of Xu's semi-supervised and multiple-instance IOKL experiments (thesis ch. 4):
+    Gaussian, Laplacian, inverse square distance and inverse distance, each with ``gamma = 1/A``, ``A`` the mean
+    squared distance between distinct training points."""
+    return [RBFKernel(), LaplacianKernel(), InverseSquareDistanceKernel(), InverseDistanceKernel()]
+
+
 def event6_family(n_features: int, distances: Sequence[np.ndarray] | None = None,
                   feature_groups: Sequence[Sequence[int]] | None = None,
                   exponents: Sequence[float] = (-2, -1, 0, 1, 2),
@@ -135,6 +142,7 @@ def chi2_family(n_features: int, feature_groups: Sequence[Sequence[int]] | None 
 FAMILIES: dict[str, Callable[..., list[KernelBuilder]]] = {
     "simplemkl": simplemkl_family,
     "rbf_poly": rbf_poly_family,
+    "iokl": iokl_family,
     "event6": event6_family,
     "chi2": chi2_family,
     "youtube": chi2_family,

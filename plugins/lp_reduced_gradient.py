@@ -1,5 +1,5 @@
-"""SimpleMKL's reduced gradient on the lp sphere: the comparison issue 12 asks for ("SMO-MKL >= 3x faster than
-the reduced-gradient SimpleMKL to the same gap on lp problems").
+"""SimpleMKL's reduced gradient on the lp sphere (``reduced_gradient_lp``): SimpleMKL's algorithm for Lp-MKL, the
+peer that ``smo_mkl`` is measured against on lp problems (docs/benchmarks.md).
 
 The library's :class:`~multikernel.plugins.solvers.ReducedGradient` is SimpleMKL's algorithm (Rakotomamonjy et
 al. 2008) on the simplex: the equality ``sum mu = 1`` is eliminated through the largest weight ``mu_v``, the

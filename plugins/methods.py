@@ -63,7 +63,7 @@ METHODS = (
     ),
 )
 
-# The solver family of the Bucak thesis (spec chapter 2; issue 12): one page each in docs/methods.
+# The solver family of the Bucak thesis (spec chapter 2): one page each in docs/methods.
 _BUCAK = "Bucak, Jin and Jain, Multiple Kernel Learning for Visual Object Recognition: A Review, IEEE TPAMI 2014"
 METHODS += (
     Method(

@@ -17,7 +17,7 @@ import numpy as np
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import MKLProblem, Solver
-from multikernel.plugins.solvers import _ClosedFormFallback, _polyhedral_cap
+from multikernel.plugins.solvers import ClosedFormFallback, polyhedral_cap
 from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
 
 __all__ = ["MirrorDescent", "entropic_prox"]
@@ -86,7 +86,7 @@ def _spread(grad: np.ndarray) -> float:
     return spread if spread > 0 else max(float(np.max(np.abs(grad))), 1e-300)
 
 
-class MirrorDescent(_ClosedFormFallback, OuterSolver):
+class MirrorDescent(ClosedFormFallback, OuterSolver):
     """Entropic mirror descent (exponentiated gradient) on the simplex and the box-simplex.
 
     Each step is the entropic prox of the gradient ``g = -q/2 + grad Omega`` (:func:`entropic_prox`) with step
@@ -138,11 +138,11 @@ class MirrorDescent(_ClosedFormFallback, OuterSolver):
             raise ValueError(f"eta must be a positive number; got {self.eta!r}")
         if not (isinstance(self.max_backtracks, int | np.integer) and self.max_backtracks >= 1):
             raise ValueError(f"max_backtracks must be a positive integer; got {self.max_backtracks!r}")
-        _polyhedral_cap(problem.regularizer, problem.stack.n_kernels, solver="mirror_descent")
+        polyhedral_cap(problem.regularizer, problem.stack.n_kernels, solver="mirror_descent")
 
     def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:
         grad = evaluate.gradient(it)
-        cap = _polyhedral_cap(evaluate.problem.regularizer, len(it.mu), solver="mirror_descent")
+        cap = polyhedral_cap(evaluate.problem.regularizer, len(it.mu), solver="mirror_descent")
         if self.step_rule == "armijo":
             return self._backtrack(evaluate, it, grad, cap)
         if self.step_rule == "diminishing":

@@ -10,7 +10,7 @@ master problem ``min_{mu in D, t} t`` subject to ``h_r(mu) <= t`` for every cut 
 minimiser is the next iterate.  That is Kelley's cutting-plane
 method; the level method (:class:`multikernel.plugins.solvers.LevelMethod`) is the same model with a projection
 that keeps the iterates stable.  The model, the LP and the certificate are the level method's own
-(:class:`multikernel.plugins.solvers._CuttingPlanes`): cuts are kept across iterations (the warm constraint set),
+(:class:`multikernel.plugins.solvers.CuttingPlanes`): cuts are kept across iterations (the warm constraint set),
 and the LP multipliers give the aggregate ``alpha_bar``, whose certified lower bound is at least the LP value, so
 the certified duality gap of the :class:`~multikernel.solve.outer.OuterLoop` closes as fast as the LP's gap.
 """
@@ -22,7 +22,7 @@ import numpy as np
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import MKLProblem, Solver
-from multikernel.plugins.solvers import _CuttingPlanes, _polyhedral_cap
+from multikernel.plugins.solvers import CuttingPlanes, polyhedral_cap
 from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled
 
 __all__ = ["SILP"]
@@ -94,7 +94,7 @@ class SILP(OuterSolver):
         if not (isinstance(self.smoothing, int | float | np.floating) and 0.0 <= self.smoothing < 1.0):
             raise ValueError(f"smoothing must be a number in [0, 1) (the weight of the stability centre); "
                              f"got {self.smoothing!r}")
-        _polyhedral_cap(problem.regularizer, problem.stack.n_kernels, solver="silp")
+        polyhedral_cap(problem.regularizer, problem.stack.n_kernels, solver="silp")
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         return _Centred(problem, loop, self.max_cuts, float(self.smoothing))
@@ -121,7 +121,7 @@ class SILP(OuterSolver):
 _SPARSE = 1e-3
 
 
-class _Centred(_CuttingPlanes):
+class _Centred(CuttingPlanes):
     """The cutting-plane model with the stability centre (the evaluated iterate of least ``F``) and the adapted
     smoothing weight of :class:`SILP`."""
 

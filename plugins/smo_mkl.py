@@ -35,10 +35,10 @@ import numpy as np
 from multikernel._ext import _smo_mkl, _stack
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import InnerSolution, LossBlocks, Method, MKLProblem, MKLResult, Solver
+from multikernel.core.interfaces import InnerCapability, InnerSolution, Method, MKLProblem, MKLResult, Solver
 from multikernel.solve.outer import OuterLoop, start_point
 from multikernel.solve.smo import QPResult
-from multikernel.solve.svm import InnerQP, _solution
+from multikernel.solve.svm import InnerQP, inner_solution
 from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.storage import DenseStack, KernelStack
 
@@ -268,7 +268,7 @@ class _State:
         b = _best_bias(f, self.y, self.C)
         res = QPResult(alpha=self.alpha.copy(), objective=math.nan, gradient=self.y * f - 1.0, bias=b, rho=0.0,
                        kkt_violation=math.nan, n_iter=self.n_steps, converged=True)
-        return mu, _solution(qp, res, len(coef)), q
+        return mu, inner_solution(qp, res, len(coef)), q
 
 
 def _feasible(alpha: np.ndarray, y: np.ndarray, C: np.ndarray) -> np.ndarray:
@@ -289,17 +289,10 @@ def _meets(loop: OuterLoop, mu: np.ndarray, sol: InnerSolution, q: np.ndarray) -
 
 
 def _csvc_blocks(problem: MKLProblem) -> tuple[np.ndarray, np.ndarray, InnerQP]:
-    """Labels, per-sample ``C`` and the C-SVC inner problem; ValueError for anything else."""
+    """Labels, per-sample ``C`` and the C-SVC inner problem (of one binary block: the solver's declared
+    ``requires_inner`` and ``loss_forms``, checked by ``check_parts``)."""
     inner = problem.inner
-    loss = getattr(inner, "loss", None)
-    if not isinstance(inner, LossBlocks) or getattr(loss, "form", None) != "csvc":
-        raise ValueError("smo_mkl solves the C-SVC inner problem (loss='csvc') of one binary problem; got "
-                         f"{'a custom inner problem' if not isinstance(inner, LossBlocks) else repr(loss.name)}. "
-                         "Use 'bcd' or 'projected_gradient' for other losses and tasks")
-    if inner.targets.ndim != 1:
-        raise ValueError("smo_mkl solves one binary problem; for several blocks sharing the weights "
-                         "(multi-class or multi-label) use 'bcd' or 'projected_gradient'")
-    qp = loss.problem(inner.targets)
+    qp = inner.loss.problem(inner.targets)
     y = np.asarray(qp.y, dtype=np.float64)
     C = np.ascontiguousarray(np.broadcast_to(np.asarray(qp.upper, dtype=np.float64), y.shape))
     return y, C, qp
@@ -349,7 +342,7 @@ class SMOMKL(Solver):
         Shrink the active set of the SMO steps (the optimum does not depend on it).  Off by default: the
         shared stack cannot be reordered as libsvm reorders its cache, so the steps on a shrunk set gather
         scattered entries of the same rows, and with the rebuilds it was 3-28 % slower in every case
-        measured (``benchmarks/bench_smo_mkl_shrinking.py``, docs/benchmarks/solvers.md).
+        measured on the lp problems of ``benchmarks/bench_solvers.py``.
     p1_solver : str or None, default="bcd"
         The registered solver that :meth:`solve` hands a problem with ``p = 1`` to (L1-MKL: the weights are
         not a function of ``alpha`` there), so that one solver serves a grid over ``p`` that includes 1 (the
@@ -361,13 +354,15 @@ class SMOMKL(Solver):
         its ``alpha`` a lower bound, and the steps continue from it when its objective is higher.  The primal
         from ``alpha`` alone is tight only once every point satisfies its KKT condition closely (heart, 182
         kernels, C = 10, p = 2: the dual value was within 2.3e-4 of the optimum after 231 steps, the primal
-        bound reached gap 1e-3 after 676; docs/benchmarks/solvers.md, session 6).  Costs one combined kernel
+        bound reached gap 1e-3 after 676).  Costs one combined kernel
         (a read of the stack) and one warm-started SVM per round.  ``False``: no combined kernel is ever
         formed (nor for a lazy stack, whatever this says); the certified gap is exact either way.
     """
 
     name = "smo_mkl"
     requires = frozenset({Capability.LP_BALL})
+    requires_inner = frozenset({InnerCapability.LABELLED_BLOCKS, InnerCapability.SINGLE_BLOCK})
+    loss_forms = frozenset({"csvc"})
 
     def __init__(self, steps_per_round: int | None = None, shrinking: bool = False, svm_bounds: bool = True,
                  p1_solver: str | None = "bcd") -> None:
@@ -397,7 +392,6 @@ class SMOMKL(Solver):
         for name in ("shrinking", "svm_bounds"):
             if not isinstance(getattr(self, name), bool | np.bool_):
                 raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
-        _csvc_blocks(problem)
 
     def solve(self, problem: MKLProblem) -> MKLResult:
         self.check_parts(problem)
@@ -422,7 +416,7 @@ class SMOMKL(Solver):
                 """Record the iterate's certificate (with the SVM bounds when its own misses tol): whether
                 it meets tol, and whether its forms were computed from the stack (not the steps' U)."""
                 mu, sol, q = state.evaluate(qp)
-                # Not at alpha = 0 (a cold start): an SVM at the start weights did not pay (session 6).
+                # Not at alpha = 0 (a cold start): an SVM at the start weights costs more than it saves.
                 if combined is not None and state.alpha.any() and not _meets(loop, mu, sol, q):
                     sol, q = state.svm_bounds(problem, loop, combined(mu))
                     return loop.record(mu, sol, q), True

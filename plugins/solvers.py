@@ -27,7 +27,11 @@ from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, 
 from multikernel.plugins._master_lp import MasterLP
 from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled, revived
 
-__all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient"]
+# The solvers, and the parts other solver plugins build on (the toolkit of docs/plugins.md): the closed-form
+# fallback of the line-search solvers, the cutting-plane model of the level method, level steps after a crawl,
+# and the cap of a polyhedral domain.
+__all__ = ["BlockCoordinateDescent", "LevelMethod", "ProjectedGradient", "ReducedGradient",
+           "ClosedFormFallback", "CuttingPlanes", "LevelAfter", "polyhedral_cap"]
 
 
 class _PartialFormsEvaluator(Evaluator):
@@ -77,7 +81,7 @@ def _crawls(evaluate: Evaluator, before: Iterate, after: Iterate) -> bool:
     return before.objective - after.objective < CRAWL * (evaluate.loop.upper - evaluate.loop.lower)
 
 
-class _LevelAfter:
+class LevelAfter:
     """``level_after``: on a polyhedral domain keep the cut of every certified iterate (a lazy cutting-plane model,
     no LP) and, at the first stalled step (or, with ``switch_on_crawl``, a step that lowers ``F`` by less than
     :data:`CRAWL` of the gap), or after ``level_after`` iterations, solve the model once and go
@@ -94,12 +98,12 @@ class _LevelAfter:
         if not (isinstance(self.level_after, int | np.integer) and not isinstance(self.level_after, bool)
                 and self.level_after >= 1):
             raise ValueError(f"level_after must be None or a positive integer; got {self.level_after!r}")
-        _polyhedral_cap(problem.regularizer, problem.stack.n_kernels, f"{self.name} with level_after")
+        polyhedral_cap(problem.regularizer, problem.stack.n_kernels, f"{self.name} with level_after")
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         if self.level_after is None:
             return self._own_evaluator(problem, loop)
-        return _CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
+        return CuttingPlanes(problem, loop, _LEVEL.max_cuts, lazy=True)
 
     def _own_evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         """The solver's evaluator without ``level_after``."""
@@ -110,7 +114,7 @@ class _LevelAfter:
             return self._step(evaluate, it)
         return self._step_or_level(evaluate, it)
 
-    def _step_or_level(self, evaluate: _CuttingPlanes, it: Iterate) -> Iterate | Stalled | Converged:
+    def _step_or_level(self, evaluate: CuttingPlanes, it: Iterate) -> Iterate | Stalled | Converged:
         """The solver's own ``_step`` until the switch, then the level method's steps on the model of every cut."""
         if not evaluate.lazy:  # switched: the level method's step on the model of every cut so far
             return _LEVEL.step(evaluate, it)
@@ -130,7 +134,7 @@ class _LevelAfter:
         return _LEVEL.step(evaluate, it)
 
 
-class BlockCoordinateDescent(_LevelAfter, OuterSolver):
+class BlockCoordinateDescent(LevelAfter, OuterSolver):
     """Alternate an inner SVM solve and the regularizer's closed-form weight update.
 
     This is Algorithm 1 of Xu, Tsang and Xu (2013) for the box-simplex, and the classic analytic update
@@ -257,7 +261,7 @@ class BlockCoordinateDescent(_LevelAfter, OuterSolver):
         return (evaluate.certify(trial) if full else trial), trial.memo
 
 
-class _ClosedFormFallback:
+class ClosedFormFallback:
     """The way out of kinks and crawls for the descent solvers (projected and reduced gradient, mirror descent):
     the regularizer's closed-form step where a step stalls or lowers ``F`` by less than :data:`CRAWL` of the gap."""
 
@@ -332,7 +336,7 @@ class _ClosedFormFallback:
 
 
 
-class _LineSearchSolver(_ClosedFormFallback, OuterSolver):
+class _LineSearchSolver(ClosedFormFallback, OuterSolver):
     """Shared parameters of the solvers that take Armijo line searches (``sigma``, ``max_backtracks``)."""
 
     def __init__(self, sigma: float = 1e-4, max_backtracks: int = 30) -> None:
@@ -376,7 +380,7 @@ class _LineSearchSolver(_ClosedFormFallback, OuterSolver):
         return Stalled("the line search cannot decrease the objective any more")
 
 
-class ProjectedGradient(_LevelAfter, _LineSearchSolver):
+class ProjectedGradient(LevelAfter, _LineSearchSolver):
     """Projected gradient with spectral steps and Armijo backtracking: Algorithm 2 of Xu, Tsang and Xu (2013).
 
     Each iteration takes the gradient ``p = -q/2 + grad Omega(mu)`` (3.26) and the projected point
@@ -772,12 +776,12 @@ class LevelMethod(OuterSolver):
     def check(self, problem: MKLProblem) -> None:
         if not (0.0 < self.level < 1.0 and self.max_cuts >= 2):
             raise ValueError("level needs 0 < level < 1 and max_cuts >= 2")
-        _polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
+        polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
 
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
-        return _CuttingPlanes(problem, loop, self.max_cuts)
+        return CuttingPlanes(problem, loop, self.max_cuts)
 
-    def step(self, evaluate: _CuttingPlanes, it: Iterate) -> Iterate | Stalled:
+    def step(self, evaluate: CuttingPlanes, it: Iterate) -> Iterate | Stalled:
         loop, model = evaluate.loop, evaluate.model
         # The level set is not empty: the level is at least the minimum of this very model (the pending
         # aggregate cut is not in it yet, so the LP value is the bundle's minimum).
@@ -799,7 +803,7 @@ class LevelMethod(OuterSolver):
 _LEVEL = LevelMethod()
 
 
-class _CuttingPlanes(Evaluator):
+class CuttingPlanes(Evaluator):
     """The level method's evaluations: each adds its cut of ``F`` to the bundle and re-solves the model LP.
 
     ``model`` is the last LP's (value, multipliers, minimiser), ``None`` if HiGHS failed.  The aggregate cut
@@ -812,7 +816,7 @@ class _CuttingPlanes(Evaluator):
     def __init__(self, problem: MKLProblem, loop: OuterLoop, max_cuts: int, lazy: bool = False) -> None:
         super().__init__(problem, loop)
         self.lazy = lazy
-        self.cap = _polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
+        self.cap = polyhedral_cap(problem.regularizer, problem.stack.n_kernels)
         self.bundle = _Bundle(max_cuts)
         self.blas = ThreadpoolController()
         self.model: tuple[float, np.ndarray, np.ndarray] | None = None
@@ -904,7 +908,7 @@ def _penalty_tangent(reg: Regularizer, mu: np.ndarray) -> tuple[float, np.ndarra
     return float(reg.penalty(mu) - g @ mu), g
 
 
-def _polyhedral_cap(reg: Regularizer, n_kernels: int, solver: str = "the level method") -> float:
+def polyhedral_cap(reg: Regularizer, n_kernels: int, solver: str = "the level method") -> float:
     """The upper bound of every weight for the domains ``{sum mu = 1, 0 <= mu <= cap}``; else ValueError
     (naming ``solver``, the one that needs it)."""
     domain = getattr(reg, "domain", None)

@@ -153,7 +153,7 @@ def _entry(name: str, task: str, factory: Callable[..., Any], summary: str, cita
 
 
 ESTIMATORS: tuple[TaskEstimator, ...] = (
-    # multi-label ranking (issue 13)
+    # multi-label ranking
     _entry("mlr_l1", "multilabel_ranking", MultiLabelRanker, "MLR-L1: max-margin label ranking, l1 pairwise loss "
            "(block coordinate ascent).", _BUCAK + ", ch. 4", method="mlr_l1"),
     _entry("mlr_gl", "multilabel_ranking", MultiLabelRanker, "MLR-GL: label ranking with incomplete labels "
@@ -170,7 +170,7 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "probabilities (PLATT).", _BUCAK + ", section 7", platt=True),
     _entry("mlknn", "multilabel_ranking", MLkNN, "ML-kNN: multi-label k nearest neighbours.",
            "Zhang and Zhou, ML-KNN: A lazy learning approach to multi-label learning, Pattern Recognition 2007"),
-    # semi-supervised learning (issue 14)
+    # semi-supervised learning
     _entry("iokl_ssl", "ssl", IOKLSemiSupervisedClassifier, "IOKL semi-supervised (IOKL-HM; theta for IOKL-SM): "
            "transductive SVM through input-output kernels.", _XU_IOKL),
     _entry("ssl_svm", "ssl", ssl_svm, "SVC trained on the labelled part only."),
@@ -179,7 +179,7 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "Zhou et al., Learning with local and global consistency, NIPS 2003", kernel="knn", n_neighbors=10),
     _entry("self_training_svc", "ssl", self_training_svc, "scikit-learn's SelfTrainingClassifier(SVC).",
            "Yarowsky 1995; scikit-learn"),
-    # multiple-instance learning (issue 14)
+    # multiple-instance learning
     _entry("iokl_mil", "mil", IOKLMultipleInstanceClassifier, "IOKL multiple-instance (bag level = input "
            "ambiguity; level='instance' = MIL-CPB); theta for IOKL-SM.", _XU_IOKL),
     _entry("ki_svm", "mil", ki_svm, "KI-SVM: IOKL-HM at the bag level on one Gaussian kernel.",
@@ -191,7 +191,7 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            _ANDREWS),
     _entry("mi_kernel", "mil", MIKernelSVM, "MI-kernel: SVC on the set kernel of the bags.",
            "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"),
-    # clustering (issue 14)
+    # clustering
     _entry("iokl_clustering", "clustering", IOKLClustering, "Maximum-margin clustering by IOKL (two clusters, "
            "balance constraint).", _XU_IOKL),
     _entry("kmeans", "clustering", KMeans, "scikit-learn's KMeans.", "", n_clusters=2, n_init=10,

@@ -126,7 +126,7 @@ def make_problem(n: int, positives: int, kinds: Sequence[str], copies: Sequence[
 
 
 #: The presets that minimise an MKL objective on one binary problem, each checked against cvxpy by the property
-#: test (tests/test_mkl_reference.py) and swept by benchmarks/sweep_presets.py; the last seven are issue 12's.
+#: test (tests/test_mkl_reference.py) and swept by tests/sweep_presets.py; the last seven are the Bucak solver family's.
 MKL_PRESETS = ["average", "l1mkl", "simplemkl", "lpmkl", "l2mkl", "sgmkl", "sm1mkl", "sm2mkl",
                "mkl_silp", "mkl_md", "mkl_gl", "gmkl_l1", "gmkl_l2", "gmkl_elastic", "smo_mkl"]
 
@@ -138,7 +138,7 @@ def without_local_constants() -> None:
     editable install), collected when a choice type is first drawn and under a 100 ms parsing budget: the same
     derandomized test then drew different problems alone and in the full suite (a log10 scale of 0.3 against
     3.0), so a failure in CI did not reproduce locally (and a script drawing with the strategy drew other
-    problems than the tests).  The "ci" profile and ``benchmarks/sweep_presets.py`` call this.  A private
+    problems than the tests).  The "ci" profile and ``tests/sweep_presets.py`` call this.  A private
     hook: if it moves, the draws only become order-dependent again.
     """
     try:

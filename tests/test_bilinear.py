@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _bilinear_reference import nuclear_norm_svm_cvxpy, sdp_svm_cvxpy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import clone
@@ -17,7 +18,6 @@ from multikernel.bilinear import (
     make_toy_bilinear,
     second_difference_laplacian,
 )
-from multikernel.bilinear.reference import nuclear_norm_svm_cvxpy, sdp_svm_cvxpy
 from multikernel.bilinear.smoothing import check_laplacian, smoothing_transform
 from multikernel.bilinear.solver import best_bias
 

@@ -4,13 +4,13 @@ import warnings
 
 import numpy as np
 import pytest
+from _bilinear_reference import nuclear_norm_svm_cvxpy
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from multikernel.bilinear import HMKLClassifier, kernel_transforms
-from multikernel.bilinear.reference import nuclear_norm_svm_cvxpy
 
 
 def _views(seed, n=18, dims=(2, 3, 2)):

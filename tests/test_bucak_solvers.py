@@ -1,4 +1,4 @@
-"""The solver family of the Bucak thesis (issue 12; spec chapter 2): SILP, entropic mirror descent, GMKL and the
+"""The solver family of the Bucak thesis (spec chapter 2): SILP, entropic mirror descent, GMKL and the
 group-lasso MKL preset, each against cvxpy + Clarabel and against the existing solvers.
 
 Every solver is checked on every domain it declares, on drawn problems with duplicated, tied and unnormalized

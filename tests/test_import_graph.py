@@ -118,3 +118,55 @@ def test_every_module_imports_in_a_fresh_interpreter():
     script = "import importlib, sys\nfor name in sys.argv[1:]:\n    importlib.import_module(name)\n"
     done = subprocess.run([sys.executable, "-c", script, *names], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+# --------------------------------------------------------------------------------------------------
+# The layer order of docs/architecture.md: no module imports one of a higher layer
+# --------------------------------------------------------------------------------------------------
+#: Each top-level module or package of ``multikernel`` and its layer (docs/architecture.md, "The layers"):
+#: a module may import its own layer and the layers below, never one above.  The task packages sit on the
+#: estimator base; plugins implement the contracts and may use every layer up to the task packages.
+LAYERS: dict[str, int] = {
+    "multikernel.errors": 0, "multikernel._version": 0, "multikernel._threads": 0, "multikernel._pages": 0,
+    "multikernel._ext": 0,
+    "multikernel.core": 1,
+    "multikernel.stack": 2, "multikernel.engine": 2,
+    "multikernel.solve": 3,
+    "multikernel.estimators": 4,
+    "multikernel.ranking": 5, "multikernel.iokl": 5, "multikernel.bilinear": 5, "multikernel.metric": 5,
+    "multikernel.plugins": 6,
+    "multikernel.config": 7,
+    "multikernel.experiments": 8,
+    "multikernel.cli": 9, "multikernel.__main__": 9,
+    "multikernel": 10,  # the package's own __init__ re-exports every layer
+}
+
+
+def layer_of(module: str) -> int:
+    """The layer of ``module``: that of its longest prefix in :data:`LAYERS`."""
+    parts = module.split(".")
+    for k in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:k])
+        if prefix in LAYERS and (k > 1 or module == "multikernel"):
+            return LAYERS[prefix]
+    raise KeyError(f"{module} has no layer in LAYERS: add it (and to docs/architecture.md)")
+
+
+def layer_violations(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{module} (layer {layer_of(module)}) imports {dep} (layer {layer_of(dep)})"
+                  for module, deps in graph.items() for dep in deps if layer_of(dep) > layer_of(module))
+
+
+def test_layer_violations_are_found():
+    assert layer_violations({"multikernel.core.validation": {"multikernel.estimators.base"}}) == [
+        "multikernel.core.validation (layer 1) imports multikernel.estimators.base (layer 4)"]
+    assert layer_violations({"multikernel.estimators.base": {"multikernel.core.validation"}}) == []
+
+
+def test_every_module_has_a_layer():
+    for module in import_graph():
+        layer_of(module)
+
+
+def test_no_module_imports_a_higher_layer():
+    assert layer_violations(import_graph()) == []

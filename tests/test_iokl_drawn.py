@@ -1,7 +1,7 @@
 """IOKL on drawn multiple-instance structures: bag counts and sizes, witness overlaps, C over four decades and the
 regularizers (IOKL-HM, IOKL-SM with the cap theta in {1, 2, 5} / T).  Every MKL solve of the cutting plane is certified
 within its tolerance, and the final candidate set's optimum (the default solver, tight) equals the same problem
-written in cvxpy and solved by Clarabel.  Session 11's near-tie regression (``test_iokl_mil.py``) draws one fixed
+written in cvxpy and solved by Clarabel.  The near-tie regression of ``test_iokl_mil.py`` draws one fixed
 structure; this draws them."""
 
 from __future__ import annotations

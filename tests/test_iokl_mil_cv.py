@@ -1,4 +1,4 @@
-"""Inner cross-validation of MIL estimators in a task experiment (issue 14, session 6): grid points are chosen
+"""Inner cross-validation of MIL estimators in a task experiment: grid points are chosen
 on folds of whole training bags, and the choice equals a hand-written grouped cross-validation loop."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sklearn.preprocessing import StandardScaler
 from multikernel import create
 from multikernel.cli import main
 from multikernel.config.task_data import TaskData
+from multikernel.core.tasks import task_kind
 from multikernel.experiments.runner import UNITS_FILE
-from multikernel.experiments.tasks import _folds
 from multikernel.iokl import IOKLMultipleInstanceClassifier
 
 CONFIG = """
@@ -72,7 +72,7 @@ def test_inner_folds_of_a_mil_training_part_never_split_a_bag():
     X, y, groups = _drawn_bags()
     data = TaskData(X, y, groups)
     train = np.sort(np.flatnonzero(~np.isin(groups, np.unique(groups)[::4])))  # a training part of whole bags
-    folds = _folds("mil", data, train, 4, seed=11)
+    folds = task_kind("mil").folds(data, train, 4, seed=11)
     assert len(folds) == 4
     seen = []
     for tr, te in folds:

@@ -1,4 +1,4 @@
-"""Bag-level IOKL rounds its relaxation: one key instance per positive bag, then one MKL solve (issue 14).
+"""Bag-level IOKL rounds its relaxation: one key instance per positive bag, then one MKL solve.
 
 The relaxation mixes candidate groups, each scoring a positive training bag at its own key instance; on
 elephant the combined classifier was negative at every key of every group, so no single-instance bag rule

@@ -1,4 +1,4 @@
-"""The session-6 speed changes of a whole IOKL fit (issue 14, Performance): each leaves the results as they were.
+"""The speed paths of a whole IOKL fit leave the results as the plain paths give them.
 
 * the input kernels of a shared base are mapped straight into the stack (``raw_blocks(out=...)``),
 * large fresh arrays are allocated on small pages (:func:`multikernel._pages.small_pages`),
@@ -154,7 +154,7 @@ def test_solve_candidates_reuses_the_solve_of_the_same_problem_only(theta):
 def test_solve_candidates_reuses_a_whole_solved_cutting_plane_set_only():
     stack, cset, index, sign, C = _one_group(2.0)
     start = cset.from_scores(np.random.default_rng(0).normal(size=cset.n_instances))
-    kw = dict(theta=2.0, offset=0.5, tol=1e-6, cp_tol=1e-9)
+    kw = dict(theta=2.0, offset=0.5, tol=1e-6, cp_tol=1e-9, n_starts=0)  # the searched path of two groups
     res = cutting_plane(stack, cset, C, start, max_iter=3, **kw)
     assert res.index.shape[0] == 2 and res.pending is None  # two groups, both solved
     again = solve_candidates(stack, res.index, res.sign, C, theta=2.0, offset=0.5, tol=1e-3, solved=res)

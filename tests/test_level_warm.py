@@ -1,4 +1,4 @@
-"""The level method's warm subproblems (session 6): the model LP kept in one HiGHS model across cuts
+"""The level method's warm subproblems: the model LP kept in one HiGHS model across cuts
 (``MasterLP``) against a cold ``scipy.optimize.linprog``, the Newton projection against cvxpy + Clarabel, and
 the whole method against cvxpy and SimpleMKL on problems with duplicate kernels, unnormalized kernels and C over
 six decades."""

@@ -83,7 +83,7 @@ def test_every_preset_reaches_its_gap_on_drawn_structures(method, problem):
     assert abs(res.objective - ref.value) <= tol * abs(res.objective) + ref.error
 
 
-#: The C grid of the warm-started walks below (and of ``benchmarks/sweep_presets.py --walk``).
+#: The C grid of the warm-started walks below (and of ``tests/sweep_presets.py --walk``).
 WALK = [1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3, 1e4]
 
 
@@ -112,38 +112,38 @@ def test_every_preset_walks_a_grid_of_C_warm_started(method, problem):
 #: Warm-started walks over WALK that the sweeps and the property tests drew (shrunk), each a stall that a fix
 #: ended: the preset, the problem (``make_problem``'s arguments) and what went wrong.
 FOUND_WALKS = {
-    # session 12: gmkl_l1 with one kernel, whose warm weight 1e-16 is optimal but was certified only to a gap of
+    # gmkl_l1 with one kernel, whose warm weight 1e-16 is optimal but was certified only to a gap of
     # 0.1 by the SMO's arbitrary alpha (the closed-form fallback from revived weights breaks the tie)
     "gmkl_l1-one-kernel": ("gmkl_l1", dict(n=39, positives=1, kinds=["poly"], log10_scales=[0.0], order=[0])),
-    # session 12: simplemkl on six kernels at C = 1e4, its search stalled on a kink
+    # simplemkl on six kernels at C = 1e4, its search stalled on a kink
     "simplemkl-kink": ("simplemkl", dict(n=22, positives=2, kinds=["rbf", "linear", "low_rank", "poly", "low_rank",
                                                                   "rbf"], order=[2, 5, 3, 4, 0, 1], seed=2110453)),
-    # session 13: all weight on three copies of a linear kernel up to C = 0.1; at C = 1 an rbf kernel needs 0.02
+    # all weight on three copies of a linear kernel up to C = 0.1; at C = 1 an rbf kernel needs 0.02
     # from 1e-17, the search stalled and the update from revived weights did not descend (gap 0.018 for tol 1e-3):
     # the fallback restarts from the revived weights (1.7e-4 two iterations later)
     "simplemkl-triplicate": ("simplemkl", dict(n=15, positives=5, kinds=["flat_rbf", "rbf", "linear", "rbf"],
                                                copies=[2, 2], order=[2, 1, 3, 4, 0, 5], seed=50052778)),
-    # session 13: at C = 10 a kernel at 7e-13 needs 0.47; the fallback's own update lowered F by 2e-14 per step and
+    # at C = 10 a kernel at 7e-13 needs 0.47; the fallback's own update lowered F by 2e-14 per step and
     # was taken instead of mirror steps (max_iter at gap 3.7e-3): a crawling update gives way to the revived weights
     "mkl_md-crawling-fallback": ("mkl_md", dict(n=27, positives=5, kinds=["poly", "rbf", "rbf", "poly", "rbf"],
                                                 copies=[2], seed=23285)),
-    # session 13: at C = 10 the best weights had 4.7e-4 on a kernel whose form is 55x the others'; every smoothed
+    # at C = 10 the best weights had 4.7e-4 on a kernel whose form is 55x the others'; every smoothed
     # query cleared it and was the current, worse point again (stall at gap 1.4e-3)
     "mkl_silp-cleared-weight-led-back": ("mkl_silp", dict(n=36, positives=3, kinds=["linear", "flat_rbf", "low_rank",
                                                                                    "low_rank"], copies=[0],
                                                           log10_scales=[2.0, 2.0, 2.0, 1.0], seed=4)),
-    # session 13: at C = 1e4 clearing a centre's weight of 3.4e-6 raised F by 3.5 %; 150 such queries changed
+    # at C = 1e4 clearing a centre's weight of 3.4e-6 raised F by 3.5 %; 150 such queries changed
     # nothing (max_iter at gap 1.2e-3): after a cleared query that does not become the centre, the next keeps them
     "mkl_silp-cleared-weight-mattered": ("mkl_silp", dict(n=36, positives=1, kinds=["linear", "flat_rbf", "low_rank",
                                                                                    "linear"], copies=[2],
                                                           log10_scales=[0.0, 1.0, 2.0, 0.0], seed=4)),
-    # session 13 (drawn after a hypothesis upgrade): at C = 1e4 the optimum puts all weight on a kernel scaled by 1e3
+    # at C = 1e4 the optimum puts all weight on a kernel scaled by 1e3
     # (objective 4.5e-3); the SMO's margin errors times C gave an inner gap of 1.05e-3 at the old inner-tolerance
     # floor of 1e-9 (now 1e-11: gap 8.9e-5)
     "mkl_silp-large-C-scaled-kernel": ("mkl_silp", dict(n=8, positives=1, kinds=["linear", "linear", "linear", "poly",
                                                                                 "rbf", "rbf"],
                                                         log10_scales=[0.0, 0.0, 0.0, 0.0, 0.0, 3.0])),
-    # session 12 (strict xfail until session 13): four linear kernels nearly tie at C = 100; the group-lasso update
+    # four linear kernels nearly tie at C = 100; the group-lasso update
     # reached the optimal value by iteration 61 but its own alpha certified only 3.9e-3 until max_iter: the preset
     # now switches to level steps on its cuts once a step crawls (19 iterations)
     "mkl_gl-near-tie": ("mkl_gl", dict(n=13, positives=3, kinds=["linear", "linear", "linear", "linear", "low_rank"])),

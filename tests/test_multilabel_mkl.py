@@ -165,14 +165,17 @@ def test_domains_and_tasks_sa_cannot_handle_are_refused():
 
     problem = MKLProblem(stack=DenseStack(np.ones((2, 2, 2))), y=None, loss=None,
                          regularizer=build_parts("l1mkl").regularizer, inner=Coupled())
-    with pytest.raises(ValueError, match="couples its blocks"):
+    with pytest.raises(ValueError, match="needs independent blocks it can sample .*Coupled does not offer it"):
         MLMKLSA().solve(problem)
     for bad, match in [({"eta": 0.0}, "eta"), ({"step": "fast"}, "step"), ({"certify_every": 0}, "certify_every"),
                        ({"gradient": "exact"}, "gradient"), ({"batch": 0}, "batch"), ({"batch": "all"}, "batch"),
                        ({"certify_every": float("inf")}, "certify_every"), ({"suffix": 0.0}, "suffix"),
                        ({"suffix": 1.5}, "suffix"), ({"suffix": True}, "suffix")]:
+        separable = MKLProblem(stack=DenseStack(np.stack([np.eye(2), np.ones((2, 2))])),
+                               y=np.array([[1.0, -1.0], [-1.0, 1.0]]), loss=build_parts("l1mkl").loss,
+                               regularizer=build_parts("l1mkl").regularizer)
         with pytest.raises(ValueError, match=match):
-            MLMKLSA(**bad).solve(problem)
+            MLMKLSA(**bad).solve(separable)
 
 
 # --------------------------------------------------------------------------------------------------

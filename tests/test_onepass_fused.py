@@ -1,16 +1,15 @@
-"""One read of the stack per outer iteration (issue 16): products ``K_m v`` and the combined kernel by columns.
+"""One read of the stack per outer iteration: products ``K_m v`` and the combined kernel by columns.
 
-The one-pass path (:class:`multikernel.solve.outer.Evaluator`, ``one_pass = True``) is compared with the
-two-pass path it replaces (combine, then quadratic forms; ``one_pass = False``) on the same fits:
+The one-pass path (:class:`multikernel.solve.outer.Evaluator`, ``MKLProblem(one_pass=True)``) is compared with the
+two-pass path it replaces (combine, then quadratic forms; ``one_pass=False``) on the same fits:
 
 * the pieces exactly: the products' forms against :meth:`DenseStack.quad_forms`, the columns against
   :meth:`DenseStack.combine`, and the SMO's starting gradient from the products against the one it computes
   from the kernel rows;
 * whole fits: the block coordinate descent methods (``lpmkl``, ``sm1mkl``) end at the same objective,
   certified gap and weights within 1e-10.  The level method (``l1mkl``) and the reduced gradient
-  (``simplemkl``) amplify rounding differences (an LP vertex or an SMO stopping step that flips, see the
-  note in docs/benchmarks/onepass.md), so for them the first iterations' certified bounds are compared to
-  1e-10 and both runs must reach the certified tolerance;
+  (``simplemkl``) amplify rounding differences (an LP vertex or an SMO stopping step that flips), so for them the first
+  iterations' certified bounds are compared to 1e-10 and both runs must reach the certified tolerance;
 * lazy stacks (which already solve by columns) and subset views keep the two-pass path and give the same fit.
 
 A fit from a raw array still reports NaN, asymmetric and indefinite kernels as before, and the combination
@@ -21,13 +20,13 @@ from __future__ import annotations
 
 import warnings
 
+import attrs
 import numpy as np
 import pytest
 
 from multikernel import MKLClassifier
 from multikernel.plugins.kernels import RBFKernel
 from multikernel.solve import smo
-from multikernel.solve.outer import Evaluator
 from multikernel.solve.svm import solve_inner, svm_problem
 from multikernel.stack import products, storage
 from multikernel.stack.kernelset import KernelSet
@@ -52,11 +51,18 @@ def _stack_of(n=60, seed=0, dtype=np.float64):
     return np.ascontiguousarray(Ks, dtype=dtype), y
 
 
+class _TwoPass(MKLClassifier):
+    """The classifier with the outer loop's two-pass path (combine, then quadratic forms): a per-solve setting."""
+
+    def _settings(self):
+        return attrs.evolve(super()._settings(), one_pass=False)
+
+
 def _fit(monkeypatch, one_pass, K, y, method, **kw):
-    monkeypatch.setattr(Evaluator, "one_pass", one_pass)
+    cls = MKLClassifier if one_pass else _TwoPass
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return MKLClassifier(kernels="precomputed", method=method, C=10.0, tol=1e-4, max_iter=300, **kw).fit(K, y)
+        return cls(kernels="precomputed", method=method, C=10.0, tol=1e-4, max_iter=300, **kw).fit(K, y)
 
 
 class _Columns:
@@ -295,7 +301,7 @@ def test_level_method_aggregate_forms_from_cross_products(monkeypatch, dtype):
 
     K, y = _stack_of(dtype=dtype)
     seen = []
-    aggregate = solvers._CuttingPlanes._aggregate
+    aggregate = solvers.CuttingPlanes._aggregate
 
     def checked(self, mu, lam):
         out = aggregate(self, mu, lam)
@@ -305,7 +311,7 @@ def test_level_method_aggregate_forms_from_cross_products(monkeypatch, dtype):
             np.testing.assert_allclose(out[1], self.problem.stack.quad_forms(out[3]), rtol=1e-10, atol=1e-12)
         return out
 
-    monkeypatch.setattr(solvers._CuttingPlanes, "_aggregate", checked)
+    monkeypatch.setattr(solvers.CuttingPlanes, "_aggregate", checked)
     one = _fit(monkeypatch, True, K, y, "l1mkl")
     assert seen and all(seen)  # every aggregate came from cross products
     assert one.dual_gap_ <= 1e-4

@@ -13,7 +13,7 @@ from _mkl_testing import make_problem, random_problem, reference, solve_mkl
 from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, Simplex, SimplexL2
-from multikernel.plugins.solvers import BlockCoordinateDescent, LevelMethod, ProjectedGradient, _CuttingPlanes
+from multikernel.plugins.solvers import BlockCoordinateDescent, CuttingPlanes, LevelMethod, ProjectedGradient
 from multikernel.solve.outer import Evaluator, OuterLoop
 
 
@@ -121,7 +121,7 @@ def test_without_level_after_the_plain_solver_and_evaluator():
     loop = OuterLoop(problem)
     assert type(ProjectedGradient().evaluator(problem, loop)) is Evaluator
     lazy = ProjectedGradient(level_after=4).evaluator(problem, loop)
-    assert isinstance(lazy, _CuttingPlanes) and lazy.lazy
+    assert isinstance(lazy, CuttingPlanes) and lazy.lazy
 
 
 @SOLVERS

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 import pytest
 from _mkl_testing import mkl_problems, random_problem, reference, scaled, solve_preset
@@ -26,7 +27,7 @@ from multikernel.plugins.gmkl import GMKLL1, GMKLElastic
 from multikernel.plugins.losses import CSVCLoss, CSVCNoBiasLoss, NuLoss, SquareHingeLoss
 from multikernel.plugins.regularizers import BoxSimplex, ElasticNet, LpBall, Simplex, SimplexL2
 from multikernel.plugins.solvers import ProjectedGradient
-from multikernel.solve.outer import OuterLoop, certified_lower_bound
+from multikernel.solve.outer import certified_lower_bound
 from multikernel.solve.scaling import ray_lower_bound
 from multikernel.stack.storage import DenseStack
 
@@ -98,11 +99,8 @@ _REGULARIZERS = {
 @given(name=st.sampled_from(sorted(_REGULARIZERS)), seed=st.integers(0, 2**16), log10_C=st.floats(-2.0, 4.0),
        spread=st.floats(0.2, 5.0), duplicate=st.booleans())
 def test_ray_bound_is_certified_and_never_below_the_plain_one(name, seed, log10_C, spread, duplicate):
-    OuterLoop.ray_search = "always"  # the search itself, also where the plain bound is finite
-    try:
-        _check_ray_bound(name, seed, log10_C, spread, duplicate)
-    finally:
-        OuterLoop.ray_search = "infinite"
+    # the search itself ("always"), also where the plain bound is finite
+    _check_ray_bound(name, seed, log10_C, spread, duplicate)
 
 
 def _check_ray_bound(name, seed, log10_C, spread, duplicate):
@@ -111,7 +109,7 @@ def _check_ray_bound(name, seed, log10_C, spread, duplicate):
         Ks = np.concatenate([Ks, Ks[1:2]])
     C = 10.0**log10_C
     reg = _REGULARIZERS[name]()
-    problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CSVCLoss(C=C), regularizer=reg)
+    problem = MKLProblem(stack=DenseStack(Ks), y=y, loss=CSVCLoss(C=C), regularizer=reg, ray_search="always")
     ref = reference(Ks, y, reg, C=C)
     rng = np.random.default_rng(seed)
     # random dual points (spread: concentrated near 0 or near C), and points near the optimum
@@ -136,11 +134,7 @@ def test_square_hinge_ray_stays_below_a_primal_value(seed, log10_C, sigma):
         upper = ProjectedGradient().solve(problem).objective  # a primal value: above the optimum
         alpha = _feasible_alpha(np.random.default_rng(seed), y, C)
         q = _forms(Ks, alpha * y)
-        OuterLoop.ray_search = search
-        try:
-            bound = certified_lower_bound(problem, alpha, q)
-        finally:
-            OuterLoop.ray_search = "infinite"
+        bound = certified_lower_bound(attrs.evolve(problem, ray_search=search), alpha, q)
         assert problem.linear_term(alpha) - reg.dual_bound(0.5 * q) <= bound <= upper * (1 + 1e-9)
         assert math.isfinite(bound)
 
@@ -191,15 +185,14 @@ _READS_LOWER = {"l1mkl", "sm1mkl", "sm2mkl"}
 @pytest.mark.parametrize("method", ["simplemkl", "lpmkl", "l2mkl", "sgmkl", "mkl_silp", "mkl_md", "mkl_gl",
                                     "gmkl_l2", "gmkl_elastic", "smo_mkl", "l1mkl", "sm1mkl", "sm2mkl"])
 @pytest.mark.parametrize("search", ["infinite", "always"])
-def test_no_method_reports_a_larger_gap(method, search, monkeypatch):
+def test_no_method_reports_a_larger_gap(method, search):
     # The default ("infinite") leaves every finite certificate as it was: the same bounds, bit for bit.
     for seed, C in ((0, 1.0), (1, 100.0)):
         Ks, y = random_problem(seed, n=24, M=4)
         runs = {}
         for mode in ("never", search):
-            monkeypatch.setattr(OuterLoop, "ray_search", mode)
             # tol = 0: no early stop, so the iterates are the same with and without the ray
-            runs[mode], _ = solve_preset(method, Ks, y, C, tol=0.0, max_iter=6)
+            runs[mode], _ = solve_preset(method, Ks, y, C, tol=0.0, max_iter=6, ray_search=mode)
         off, on = runs["never"], runs[search]
         if method in _READS_LOWER and search == "always":
             assert on.lower_bound <= on.objective * (1 + 1e-12)

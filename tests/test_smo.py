@@ -67,8 +67,8 @@ def _assert_close(ours, ref):
 def _assert_feasible(a, lo, up, y=None, y_sum=None, total=None):
     scale = 1.0 + np.abs(a).sum()
     assert (a >= lo - 1e-12 * scale).all() and (a <= up + 1e-12 * scale).all()
-    # equalities to rounding: SMO's pair steps keep them exactly, so any drift is a bug (session 6: the polish
-    # left y'alpha = 4e-4, relative 1e-8, which the old 1e-9 * scale let pass)
+    # equalities to rounding: SMO's pair steps keep them exactly, so any drift is a bug (a polish that
+    # left y'alpha = 4e-4, relative 1e-8, would pass a 1e-9 * scale test)
     if y_sum is not None:
         assert abs(y @ a - y_sum) <= 1e-12 * scale
     if total is not None:

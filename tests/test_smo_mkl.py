@@ -231,7 +231,7 @@ def test_capability_and_compatibility():
     (lambda Ks, y: _problem(Ks, y, reg=LpBall(p=1.0)), r"needs p > 1.*'level', 'reduced_gradient' or 'bcd'"),
     (lambda Ks, y: _problem(Ks, y, reg=Simplex()), r"cannot run with regularizer .*lacks: lp_ball"),
     (lambda Ks, y: MKLProblem(stack=DenseStack(Ks), y=y, loss=CSVCNoBiasLoss(), regularizer=LpBall()),
-     r"C-SVC inner problem \(loss='csvc'\)"),
+     r"solver 'smo_mkl' solves the csvc loss only; got loss 'csvc_nobias'"),
     (lambda Ks, y: MKLProblem(stack=DenseStack(Ks), y=np.array([y, -y]), loss=CSVCLoss(), regularizer=LpBall()),
      r"one binary problem"),
 ])

@@ -1,5 +1,5 @@
 """Outer solvers: the loop they share (warm starts, stopping rules, stalls, warnings, interruption), their
-agreement, and the reduced-gradient defects of issue 11 reproduced on the data that showed them."""
+agreement, and the reduced-gradient defects reproduced on the data that showed them."""
 
 from __future__ import annotations
 
@@ -295,7 +295,7 @@ def test_bcd_certifies_every_few_iterations_without_changing_the_iterates():
 
 
 # --------------------------------------------------------------------------------------------------
-# The reduced-gradient defects of issue 11, on the data that showed them
+# Reduced-gradient defects, on the data that showed them
 # --------------------------------------------------------------------------------------------------
 _DUPLICATED = [("linear", {}), ("rbf", {"gamma": 0.005}), ("rbf", {"gamma": 0.005}), ("rbf", {"gamma": 0.005}),
                ("rbf", {"gamma": 0.05})]

@@ -1,6 +1,6 @@
 """A stack the library builds itself says that it is symmetric, and is: the solvers' first operation then
-skips the check that reads the whole stack (issue 16: "validation skipped for a stack the library built
-itself").  Would have caught a builder or a normalization whose rounding breaks the exact symmetry."""
+skips the check that reads the whole stack.  Would have caught a builder or a normalization whose rounding
+breaks the exact symmetry."""
 
 from __future__ import annotations
 

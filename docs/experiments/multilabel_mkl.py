@@ -1,4 +1,4 @@
-"""Multi-label and multi-class MKL with shared kernel weights (issue 12): ML-MKL-SA and ML-MKL-Sum on yeast and
+"""Multi-label and multi-class MKL with shared kernel weights: ML-MKL-SA and ML-MKL-Sum on yeast and
 emotions, and shared weights against one-vs-rest on UCI Multiple Features (mfeat).
 
 Experiments (each fitted unit is appended to ``units.jsonl`` in ``--out``; a rerun fits only what is missing):

@@ -16,9 +16,9 @@ from multikernel.config.checks import Axis, PartsChecker, check_data, check_kern
 from multikernel.config.datasets import load_data
 from multikernel.config.progress import Progress
 from multikernel.config.schema import EvaluationConfig, ModelConfig, RunConfig, config_to_dict, evaluate_value
+from multikernel.config.summary import count_selected, sample_std
 from multikernel.errors import ConfigError
 from multikernel.estimators.classifier import MKLClassifier
-from multikernel.experiments.report import count_selected, sample_std
 from multikernel.solve.fit import build_parts
 
 __all__ = ["run_config", "build_estimator", "check_config", "SELECTION_THRESHOLD"]

@@ -53,6 +53,11 @@ class TaskData:
     def n_samples(self) -> int:
         return int(self.X.shape[0])
 
+    def subset(self, rows: np.ndarray) -> TaskData:
+        """The samples ``rows`` (their labels, bags and privileged view with them)."""
+        return TaskData(self.X[rows], self.y[rows], None if self.groups is None else self.groups[rows],
+                        None if self.privileged is None else self.privileged[rows])
+
 
 def make_g241c(n_samples: int = 1500, n_features: int = 241, random_state: int | None = None
                ) -> tuple[np.ndarray, np.ndarray]:

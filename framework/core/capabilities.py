@@ -46,7 +46,7 @@ import enum
 from collections.abc import Iterable
 from typing import Any
 
-from multikernel.core.interfaces import Regularizer, Solver
+from multikernel.core.interfaces import InnerCapability, Regularizer, Solver
 from multikernel.core.registry import Registry, get_registry
 from multikernel.errors import PluginError
 
@@ -55,6 +55,8 @@ __all__ = [
     "IncompatiblePartsError",
     "POLYHEDRAL_DOMAINS",
     "check_compatible",
+    "check_inner",
+    "check_loss_form",
     "compatible_solvers",
     "offered_by",
     "replaced_objective",
@@ -188,6 +190,44 @@ def compatible_solvers(regularizer: Regularizer, registry: Registry | None = Non
     registry = registry or get_registry()
     offered = offered_by(regularizer)
     return [info.name for info in registry.plugins("solver") if required_by(info.obj) <= offered]
+
+
+_INNER_NEEDS = {
+    InnerCapability.LABELLED_BLOCKS: "a sample loss on class labels (the SVM inner problem of a classification "
+                                     "task), not a task's own inner problem",
+    InnerCapability.SINGLE_BLOCK: "one binary problem, not several blocks sharing the kernel weights",
+    InnerCapability.SEPARABLE: "independent blocks it can sample (the inner problem's split()), not coupled ones",
+}
+
+
+def check_loss_form(loss: Any, solver: Any) -> None:
+    """Raise :class:`IncompatiblePartsError` if ``solver`` declares ``loss_forms`` and ``loss`` is not of one."""
+    forms = getattr(solver, "loss_forms", None)
+    if forms is None or loss is None or getattr(loss, "form", None) in forms:
+        return
+    name = getattr(solver, "name", type(solver).__name__)
+    raise IncompatiblePartsError(
+        f"solver {name!r} solves the {' or '.join(sorted(forms))} loss only; got loss "
+        f"{getattr(loss, 'name', type(loss).__name__)!r}. Use 'bcd' or 'projected_gradient' for other losses",
+        frozenset(), [])
+
+
+def check_inner(inner: Any, solver: Any) -> None:
+    """Raise :class:`IncompatiblePartsError` if ``inner`` lacks what ``solver`` declares in ``requires_inner``
+    (or, for a sample-loss inner problem, its loss is not of the solver's ``loss_forms``)."""
+    if inner is None:
+        return
+    offered = inner.capabilities()
+    missing = frozenset(getattr(solver, "requires_inner", frozenset())) - offered
+    name = getattr(solver, "name", type(solver).__name__)
+    if missing:
+        needs = "; ".join(_INNER_NEEDS[c] for c in InnerCapability if c in missing)
+        raise IncompatiblePartsError(
+            f"solver {name!r} needs {needs}; the inner problem {type(inner).__name__} does not offer it. Use a "
+            f"deterministic solver such as 'level', 'bcd' or 'projected_gradient' (`multikernel plugins` lists "
+            f"them)", missing, [])
+    if InnerCapability.LABELLED_BLOCKS in offered:
+        check_loss_form(inner.loss, solver)
 
 
 def check_compatible(regularizer: Any, solver: Any, registry: Registry | None = None) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import pluggy
 
 from multikernel.core.interfaces import KernelBuilder, Method, Regularizer, SampleLoss, Solver
-from multikernel.core.tasks import TaskEstimator
+from multikernel.core.tasks import TaskEstimator, TaskKind
 
 PROJECT = "multikernel"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -86,6 +86,14 @@ def multikernel_estimators() -> Mapping[str, TaskEstimator]:
     """
 
 
+@hookspec
+def multikernel_task_kinds() -> Mapping[str, type[TaskKind]]:
+    """Task kinds (``"mil"``, ``"multilabel_ranking"``, ...), each a subclass of
+    :class:`~multikernel.core.tasks.TaskKind`: how its data are read, split, fitted and measured by the experiment
+    runner and the CLI.  Task estimators name their kind.
+    """
+
+
 KINDS: dict[str, str] = {
     "kernel": "multikernel_kernel_builders",
     "family": "multikernel_kernel_families",
@@ -94,6 +102,7 @@ KINDS: dict[str, str] = {
     "solver": "multikernel_solvers",
     "method": "multikernel_methods",
     "estimator": "multikernel_estimators",
+    "task": "multikernel_task_kinds",
 }
 """Plugin kinds and the hook that provides each."""
 
@@ -102,6 +111,7 @@ COMPONENT_TYPES: dict[str, type] = {
     "loss": SampleLoss,
     "regularizer": Regularizer,
     "solver": Solver,
+    "task": TaskKind,
 }
 """The interface that the classes of each component kind subclass (families are factories, methods presets)."""
 

@@ -18,6 +18,7 @@ exposes its parameters as nested parameters (``regularizer__theta``) to ``GridSe
 from __future__ import annotations
 
 import abc
+import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -285,6 +286,21 @@ class Regularizer(Component, abc.ABC):
 # --------------------------------------------------------------------------------------------------
 # Solvers: the outer loop
 # --------------------------------------------------------------------------------------------------
+class InnerCapability(enum.Enum):
+    """What an inner problem offers a solver beyond ``solve``, ``linear_term`` and the quadratic forms.
+
+    A solver declares what it needs in :attr:`Solver.requires_inner`; :meth:`Solver.check_parts` compares it with
+    :meth:`InnerProblem.capabilities` before the solve, so no solver tests the inner problem's class itself.
+    """
+
+    #: A sample loss (``loss``) on rows of labels in {-1, +1} (``targets``): :class:`LossBlocks`.
+    LABELLED_BLOCKS = "labelled_blocks"
+    #: One block (a binary problem), not several blocks sharing the weights.
+    SINGLE_BLOCK = "single_block"
+    #: :meth:`InnerProblem.split` gives independent blocks (derived: the class overrides ``split``).
+    SEPARABLE = "separable"
+
+
 class InnerProblem(abc.ABC):
     """The inner maximisation over ``alpha`` for a fixed combined kernel, over ``T`` coefficient blocks.
 
@@ -333,6 +349,11 @@ class InnerProblem(abc.ABC):
         """
         return None
 
+    def capabilities(self) -> frozenset[InnerCapability]:
+        """What this inner problem offers (:class:`InnerCapability`): ``SEPARABLE`` when the class overrides
+        :meth:`split`; a subclass adds what it declares."""
+        return frozenset({InnerCapability.SEPARABLE}) if type(self).split is not InnerProblem.split else frozenset()
+
 
 class LossBlocks(InnerProblem):
     """One :class:`SampleLoss` problem per row of ``targets`` on the same combined kernel.
@@ -370,6 +391,10 @@ class LossBlocks(InnerProblem):
             return [self]
         return [LossBlocks(self.loss, y) for y in self.targets]
 
+    def capabilities(self) -> frozenset[InnerCapability]:
+        single = {InnerCapability.SINGLE_BLOCK} if self.targets.ndim == 1 else set()
+        return super().capabilities() | {InnerCapability.LABELLED_BLOCKS} | single
+
     def linear_term(self, alpha: np.ndarray) -> float:
         if self.targets.ndim == 1:
             return self.loss.linear_term(alpha, self.targets)
@@ -399,6 +424,16 @@ class MKLProblem:
 
     Solvers talk to the inner problem only through :meth:`solve_inner`, :meth:`linear_term` and
     :meth:`quad_forms`, so they serve every task unchanged.
+
+    Two settings choose how the shared outer loop computes, not what it computes:
+
+    - ``ray_search``: when the certified lower bound is maximised along the ray ``s * alpha``: ``"infinite"``
+      (the default) only where the plain bound at ``alpha`` is infinite, ``"always"``, or ``"never"``.  Searching
+      always tightens finite bounds too, but its ~40 ``dual_bound`` evaluations per certificate make small fits
+      slower for few saved iterations (docs/methods/gmkl.md).
+    - ``one_pass``: whether an iteration reads a whole dense stack once (the products ``K_m v`` give the
+      quadratic forms and the next solve's gradient, see :class:`multikernel.solve.outer.Evaluator`) where that
+      applies; ``False`` combines, then forms the quadratic forms (two reads).
     """
 
     stack: KernelStack
@@ -412,6 +447,8 @@ class MKLProblem:
     warm_start: MKLResult | None = None
     callback: Callable[[dict[str, Any]], None] | None = None
     inner: InnerProblem | None = None
+    ray_search: str = attrs.field(default="infinite", validator=attrs.validators.in_(("infinite", "always", "never")))
+    one_pass: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.inner is None:
@@ -479,10 +516,22 @@ class Solver(Component, abc.ABC):
     replaces_objective : str or None
         ``None`` for a solver of the problem's objective ``F = Omega + J``; else what the solver computes instead
         (:func:`multikernel.core.capabilities.replaced_objective`), so that comparisons on ``F`` leave it out.
+    requires_inner : frozenset of InnerCapability
+        What the solver needs of the inner problem (for example ``{InnerCapability.SEPARABLE}`` to sample its
+        blocks); checked by :meth:`check_parts`.
+    loss_forms : frozenset of str or None
+        The sample losses' ``form`` the solver can solve (``{"csvc"}`` for SMO-MKL's joint SMO); ``None`` for any.
+        Checked where a method's parts are built and by :meth:`check_parts`.
+    samples_blocks : bool
+        The solver samples the blocks of one shared-weight problem (ML-MKL-SA): with one weight vector per block
+        (one-vs-rest) there is nothing to sample, so the estimator refuses that combination.
     """
 
     requires: ClassVar[frozenset[str]] = frozenset()
     replaces_objective: ClassVar[str | None] = None
+    requires_inner: ClassVar[frozenset[InnerCapability]] = frozenset()
+    loss_forms: ClassVar[frozenset[str] | None] = None
+    samples_blocks: ClassVar[bool] = False
 
     @abc.abstractmethod
     def solve(self, problem: MKLProblem) -> MKLResult:
@@ -492,19 +541,21 @@ class Solver(Component, abc.ABC):
         """
 
     def check_parts(self, problem: MKLProblem) -> None:
-        """Raise if ``problem``'s regularizer lacks a capability in :attr:`requires`.
+        """Raise if ``problem``'s regularizer lacks a capability in :attr:`requires`, its inner problem one in
+        :attr:`requires_inner`, or its loss is not of :attr:`loss_forms`.
 
-        Building a method checks the same at once; this guards a solver called directly on a problem, so
-        that no solver repeats the capability test in its own checks.
+        Building a method checks the regularizer and the loss at once; this guards a solver called directly on a
+        problem, so that no solver repeats these tests in its own checks.
 
         Raises
         ------
         multikernel.core.capabilities.IncompatiblePartsError
             Naming what is missing and the registered solvers that would work.
         """
-        from multikernel.core.capabilities import check_compatible  # capabilities imports this module
+        from multikernel.core.capabilities import check_compatible, check_inner  # (capabilities imports this module)
 
         check_compatible(problem.regularizer, self)
+        check_inner(problem.inner, self)
 
 
 # --------------------------------------------------------------------------------------------------

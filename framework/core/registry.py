@@ -130,6 +130,7 @@ class Registry:
                 return self._table
             table: dict[str, dict[str, PluginInfo]] = {kind: {} for kind in hookspecs.KINDS}
             names: dict[type, tuple[str, PluginInfo]] = {}
+            estimator_where: dict[str, str] = {}
             for kind, hook_name in hookspecs.KINDS.items():
                 hook = getattr(self._pm.hook, hook_name)
                 for impl in hook.get_hookimpls():
@@ -137,6 +138,8 @@ class Registry:
                     where = f"plugin {_describe(impl.plugin, origin)}, hook {hook_name}"
                     for name, obj in _provided(impl, where).items():
                         _check_entry(kind, name, obj, where)
+                        if kind == "estimator":
+                            estimator_where[name] = where
                         if name in table[kind]:
                             raise PluginError(
                                 f"two plugins provide the {kind} {name!r}: {table[kind][name].origin!r} "
@@ -151,6 +154,15 @@ class Registry:
                                     f"{names[obj][0]!r} and {name!r}; a class has one name (register a "
                                     f"subclass for the second one)")
                             names[obj] = (name, info)
+            # Every task estimator names a registered task kind (known only once every plugin is read).
+            for info in table["estimator"].values():
+                if info.obj.task not in table["task"]:
+                    close = difflib.get_close_matches(str(info.obj.task), list(table["task"]), n=1)
+                    hint = f" Did you mean {close[0]!r}?" if close else ""
+                    raise PluginError(
+                        f"{estimator_where[info.name]}: task estimator {info.name!r}: task "
+                        f"{info.obj.task!r} is not a registered task kind.{hint} Kinds: "
+                        f"{', '.join(sorted(table['task'])) or '(none)'}")
             # Everything is valid: only now give the classes their registered names.
             for cls, (name, _) in names.items():
                 cls.name = name

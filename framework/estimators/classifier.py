@@ -243,12 +243,11 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
             if len(y) != stack.n_rows:
                 raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")
             targets = self._encode_targets(y)
-            if self.multiclass == "ovr" and targets.n_blocks > 1 and getattr(parts.solver, "samples_blocks", False):
+            if self.multiclass == "ovr" and targets.n_blocks > 1 and parts.solver.samples_blocks:
                 raise ValueError(f"solver {parts.solver.name!r} samples the {targets.kind} blocks of one problem "
                                  f"with shared kernel weights; with multiclass='ovr' every block has its own weights "
                                  f"and nothing is sampled: set multiclass='shared' (or choose another solver)")
-            settings = SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
-                                     stopping=self.stopping)
+            settings = self._settings()
             if warm is not None and not (warm.targets.kind == targets.kind and
                                          np.array_equal(warm.targets.blocks, targets.blocks)):
                 warm = None  # other data: nothing to start from
@@ -256,6 +255,10 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
                              n_jobs=self.n_jobs, callback=progress.as_callback() if self.verbose else None)
             self._store(fitted)
         return self
+
+    def _settings(self) -> SolveSettings:
+        """The outer loop's settings of a fit (a subclass may change how it computes, e.g. ``one_pass``)."""
+        return SolveSettings(tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol, stopping=self.stopping)
 
     def _encode_targets(self, y: Any) -> Targets:
         """The fit core's targets of ``y`` (a subclass for another task encodes its own targets here)."""

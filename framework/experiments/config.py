@@ -41,7 +41,7 @@ from multikernel.config.schema import (
     valid_n_jobs,
 )
 from multikernel.config.task_data import TASK_GENERATORS
-from multikernel.core.tasks import TASK_KINDS
+from multikernel.core.tasks import TASK_KINDS, task_kind
 from multikernel.engine import check_engine
 from multikernel.errors import ConfigError
 
@@ -296,6 +296,10 @@ def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> No
         ds.source = str(file)
 
 
+#: [task] keys that only some task kinds use (a kind lists those it uses in ``TaskKind.task_settings``).
+_KIND_SETTINGS = ("labeled", "missing", "neighbors")
+
+
 def _check_task(config: ExperimentConfig, data: dict[str, Any]) -> None:
     """A task experiment: a [task] table, [[estimators]] (names checked against the registry later, with the
     data), and none of the MKL benchmark's tables."""
@@ -312,24 +316,21 @@ def _check_task(config: ExperimentConfig, data: dict[str, Any]) -> None:
             raise ConfigError(f"a task experiment compares [[estimators]] by name; [{key}] belongs to MKL benchmark "
                               f"experiments (give an estimator's kernels and solver as its params)", key)
     check_entries([e.display_name for e in config.estimators], "estimators", "label", "estimator label")
-    if task.kind == "ssl":
-        if not task.labeled:
-            raise ConfigError("needs at least one number of labelled samples", "task.labeled")
-        for j, n in enumerate(task.labeled):
-            if n < 2:
-                raise ConfigError(f"at least 2 labelled samples (one per class) are needed; got {n}",
-                                  f"task.labeled[{j}]")
+    kind = task_kind(task.kind)
     if not task.missing:
         raise ConfigError("needs at least one fraction (0 for complete labels)", "task.missing")
-    if task.missing != [0.0] and task.kind != "multilabel_ranking":
-        raise ConfigError("missing labels are a multilabel_ranking setting", "task.missing")
-    if task.folds and task.kind in ("ssl", "clustering"):
-        why = "each repeat draws the labelled samples" if task.kind == "ssl" else "every sample is clustered"
-        raise ConfigError(f"{task.kind} tasks have no evaluation folds ({why}); drop folds", "task.folds")
-    given = data.get("task", {})
-    for key, kind in (("labeled", "ssl"), ("neighbors", "metric")):
-        if key in given and task.kind != kind:
-            raise ConfigError(f"a {kind} setting; this task is {task.kind}", f"task.{key}")
+    given = dict(data.get("task", {}))
+    if task.missing != [0.0]:
+        given.setdefault("missing", task.missing)
+    for key in _KIND_SETTINGS:
+        if key in given and key not in kind.task_settings:
+            users = [name for name in TASK_KINDS if key in task_kind(name).task_settings]
+            raise ConfigError(f"a setting of {' and '.join(users) or 'no'} tasks; this task is {task.kind}",
+                              f"task.{key}")
+    if task.folds and not kind.has_folds:
+        raise ConfigError(f"{task.kind} tasks have no evaluation folds ({kind.no_folds_reason}); drop folds",
+                          "task.folds")
+    kind.check_task(task)
     if task.folds == 1:
         raise ConfigError("folds = 1 leaves no test fold; use 0 (one random split per repeat) or >= 2",
                           "task.folds")
@@ -339,8 +340,8 @@ def _check_task(config: ExperimentConfig, data: dict[str, Any]) -> None:
             path = f"estimators[{i}].grid.{key}"
             if not values:
                 raise ConfigError("needs at least one value", path)
-            if len(values) > 1 and (cv == 0 or task.kind == "clustering"):
-                why = ("clustering has no labels to choose parameters by" if task.kind == "clustering" else
+            if len(values) > 1 and (cv == 0 or not kind.can_select):
+                why = (f"{task.kind} tasks have no labels to choose parameters by" if not kind.can_select else
                        "no cross-validation to choose among them; set experiment.cv_folds >= 2")
                 raise ConfigError(f"{len(values)} values but {why}; give one value", path)
             if key in e.params:

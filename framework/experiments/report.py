@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from multikernel.config.summary import count_selected, sample_std
+
 __all__ = [
     "competition_ranks",
     "truncate",
@@ -47,23 +49,10 @@ def truncate(value: float, decimals: int = 2) -> float:
     return math.floor(value * factor + 1e-9) / factor
 
 
-def count_selected(weights: Any, threshold: float) -> int:
-    """Kernels whose share ``mu_m / sum(mu)`` exceeds ``threshold`` (in any one-vs-rest problem)."""
-    w = np.atleast_2d(np.asarray(weights, dtype=np.float64))
-    totals = w.sum(axis=1, keepdims=True)
-    shares = np.divide(w, totals, out=np.zeros_like(w), where=totals > 0)
-    return int(np.count_nonzero(np.any(shares > threshold, axis=0)))
-
-
 def format_mean(value: float, repeats: int, digits: int = 1) -> str:
     """A mean over repeats with ``digits`` decimals; over a single repeat, the value as it is (a count of
     kernels or iterations is then an integer: ``8``, not ``8.0``)."""
     return f"{value:.{digits}f}" if repeats > 1 else f"{value:g}"
-
-
-def sample_std(values: Sequence[float]) -> float:
-    """The standard deviation over repeats: ``ddof=1`` (MATLAB's ``std``), 0 for a single value."""
-    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
 def summarize_benchmark(records: Sequence[dict[str, Any]], datasets: Sequence[str], methods: Sequence[str],

@@ -2,13 +2,13 @@
 
 An experiment configuration with a ``[task]`` table runs through the same runner as the MKL benchmark
 (:mod:`multikernel.experiments.runner`: planning, fingerprints, ``units.jsonl``, resuming, parallel units,
-``results.md`` / ``results.json``); this module owns what differs per task kind
-(:data:`multikernel.core.tasks.TASK_KINDS`):
+``results.md`` / ``results.json``).  What differs per task kind is the kind's own plugin
+(:class:`multikernel.core.tasks.TaskKind`: its data checks, splits, calling convention and measures); this module
+keeps no per-kind code and owns
 
-* the evaluation splits of a repeat (:func:`evaluation_splits`): k-fold over the samples (over the bags for
-  ``mil``) or one random split; ``ssl`` draws the labelled samples; ``clustering`` uses every sample;
-* one evaluation (:func:`evaluate`): fit on the training part following the kind's calling convention and
-  return the kind's measures (:data:`MEASURES`) on the test part;
+* the evaluation splits of a repeat (:func:`evaluation_splits`, the kind's ``splits``);
+* one evaluation (:func:`evaluate`): standardize, then the kind's ``evaluate`` (fit by its calling convention,
+  its measures on the test part);
 * the checks of ``multikernel validate`` (:func:`check_task_experiment`): data suited to the kind, registered
   estimator names of the kind, parameters the estimator takes, and a *probe fit* of every estimator with its
   parameters and with each grid value on a few samples of the data (estimators follow scikit-learn in checking
@@ -22,7 +22,6 @@ samples for the transductive kinds ``ssl`` and ``clustering``; never for matrix 
 
 from __future__ import annotations
 
-import inspect
 import time
 import warnings
 from collections.abc import Sequence
@@ -31,15 +30,12 @@ from typing import Any
 
 import attrs
 import numpy as np
-from scipy.optimize import linear_sum_assignment
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
-from sklearn.model_selection import KFold, ShuffleSplit, StratifiedKFold, StratifiedShuffleSplit
-from sklearn.neighbors import KNeighborsClassifier
 from sklearn.preprocessing import StandardScaler
 
+from multikernel.config.summary import sample_std
 from multikernel.config.task_data import TaskData, load_task_data
 from multikernel.core.registry import get_registry
-from multikernel.core.tasks import TASK_KINDS, TaskEstimator
+from multikernel.core.tasks import TaskEstimator, TaskKind, task_kind
 from multikernel.errors import ConfigError, PluginError
 from multikernel.experiments.config import (
     DatasetSpec,
@@ -48,13 +44,10 @@ from multikernel.experiments.config import (
     ExperimentSettings,
     TaskSettings,
 )
-from multikernel.experiments.report import sample_std
-from multikernel.experiments.units import Member, UnitTask, _Recorder
-from multikernel.ranking.labels import drop_positive_labels
-from multikernel.ranking.metrics import ranking_scores
+from multikernel.experiments.units import Member, Recorder, UnitTask
+from multikernel.plugins.task_kinds import clustering_accuracy
 
 __all__ = [
-    "MEASURES",
     "clustering_accuracy",
     "evaluation_splits",
     "evaluate",
@@ -64,43 +57,17 @@ __all__ = [
     "summarize_tasks",
 ]
 
-MEASURES: dict[str, tuple[tuple[str, bool], ...]] = {
-    "multilabel_ranking": (("example_auc", True), ("example_ap", True), ("label_map", True), ("ranking_loss", False),
-                           ("one_error", False), ("coverage", False), ("lrap", True), ("coverage_sklearn", False)),
-    "ssl": (("accuracy", True),),
-    "mil": (("accuracy", True),),
-    "clustering": (("accuracy", True), ("nmi", True), ("ari", True)),
-    "classification": (("accuracy", True),),
-    "bilinear": (("accuracy", True),),
-    "metric": (("accuracy", True),),
-    "crossmodal": (("rank1", True), ("rank1_a_to_b", True), ("rank1_b_to_a", True)),
-}
-"""The measures of each kind, as (name, higher is better); the first one selects grid points by default."""
-
 _REFUSALS = (ValueError, TypeError, ArithmeticError, NotImplementedError)
-_PROBE_SAMPLES = 40
 
 
 # --------------------------------------------------------------------------------------------------
 # measures and parameters
 # --------------------------------------------------------------------------------------------------
-def clustering_accuracy(y_true: Any, labels: Any) -> float:
-    """The fraction of samples in agreement under the best one-to-one matching of clusters to classes
-    (Hungarian algorithm on the contingency table); clusters left unmatched count as errors."""
-    y_true, labels = np.asarray(y_true), np.asarray(labels)
-    classes, yi = np.unique(y_true, return_inverse=True)
-    clusters, ci = np.unique(labels, return_inverse=True)
-    table = np.zeros((len(clusters), len(classes)))
-    np.add.at(table, (ci, yi), 1)
-    rows, cols = linear_sum_assignment(-table)
-    return float(table[rows, cols].sum() / len(y_true))
-
-
 def selection_measure(task: TaskSettings) -> tuple[str, bool]:
     """The measure that chooses grid points, and whether higher is better."""
-    measures = dict(MEASURES[task.kind])
-    name = task.select_by or MEASURES[task.kind][0][0]
-    return name, measures[name]
+    kind = task_kind(task.kind)
+    name = task.select_by or kind.measures[0][0]
+    return name, dict(kind.measures)[name]
 
 
 def resolve_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -127,255 +94,55 @@ def _grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 # --------------------------------------------------------------------------------------------------
 # splits
 # --------------------------------------------------------------------------------------------------
-def _bag_table(data: TaskData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bag ids (sorted), each instance's bag index, and each bag's label."""
-    assert data.groups is not None
-    bags, inverse = np.unique(data.groups, return_inverse=True)
-    labels = np.empty(len(bags), dtype=data.y.dtype)
-    labels[inverse] = data.y
-    return bags, inverse, labels
-
-
-def _folds(kind: str, data: TaskData, rows: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``k``-fold cross-validation of the samples ``rows`` (whole bags for ``mil``; stratified for class labels)."""
-    if kind == "mil":
-        _, inverse, labels = _bag_table(data)
-        bags = np.unique(inverse[rows])
-        cv = StratifiedKFold(k, shuffle=True, random_state=seed)
-        return [(rows[np.isin(inverse[rows], bags[tr])], rows[np.isin(inverse[rows], bags[te])])
-                for tr, te in cv.split(bags, labels[bags])]
-    if data.y.ndim == 1 and kind != "clustering":
-        cv: Any = StratifiedKFold(k, shuffle=True, random_state=seed)
-        return [(rows[tr], rows[te]) for tr, te in cv.split(rows, data.y[rows])]
-    return [(rows[tr], rows[te]) for tr, te in KFold(k, shuffle=True, random_state=seed).split(rows)]
-
-
-def _labeled(data: TaskData, n_labeled: int, seed: int) -> np.ndarray:
-    """``n_labeled`` random samples, at least one of each class (as the benchmark's splits)."""
-    rng = np.random.default_rng(seed)
-    classes = np.unique(data.y)
-    if n_labeled < len(classes) or n_labeled >= len(data.y):
-        raise ValueError(f"{n_labeled} labelled samples: need at least one per class ({len(classes)}) and an "
-                         f"unlabelled one ({len(data.y)} samples)")
-    first = np.array([rng.choice(np.flatnonzero(data.y == c)) for c in classes])
-    rest = np.setdiff1d(np.arange(len(data.y)), first)
-    return np.sort(np.r_[first, rng.choice(rest, n_labeled - len(first), replace=False)])
-
-
 def evaluation_splits(task: TaskSettings, data: TaskData, dataset: DatasetSpec, settings: ExperimentSettings,
                       repeat: int, setting: Any) -> list[tuple[np.ndarray, np.ndarray]]:
-    """The (train, test) sample indices of repeat ``repeat`` (seed ``experiment.seed + repeat``).
-
-    ``ssl``: the ``setting`` labelled samples and the others; ``clustering``: every sample twice; otherwise
-    ``task.folds`` folds, or one split with ``train_size`` / ``test_fraction`` when ``folds = 0``.
-    """
-    seed = settings.seed + repeat
-    everything = np.arange(data.n_samples)
-    if task.kind == "clustering":
-        return [(everything, everything)]
-    if task.kind == "ssl":
-        labeled = _labeled(data, int(setting), seed)
-        return [(labeled, np.setdiff1d(everything, labeled))]
-    if task.folds >= 2:
-        return _folds(task.kind, data, everything, task.folds, seed)
-    size = {"train_size": dataset.train_size} if dataset.train_size else {"test_size": settings.test_fraction}
-    if task.kind == "mil":
-        _, inverse, labels = _bag_table(data)
-        tr, te = next(StratifiedShuffleSplit(1, random_state=seed, **size).split(labels, labels))
-        return [(np.flatnonzero(np.isin(inverse, tr)), np.flatnonzero(np.isin(inverse, te)))]
-    splitter: Any = (StratifiedShuffleSplit if data.y.ndim == 1 else ShuffleSplit)(1, random_state=seed, **size)
-    return [next(splitter.split(everything, data.y if data.y.ndim == 1 else None))]
+    """The (train, test) sample indices of repeat ``repeat`` (seed ``experiment.seed + repeat``): the task kind's
+    ``splits`` (``task.folds`` folds, or one split with ``train_size`` / ``test_fraction`` when ``folds = 0``;
+    ``ssl`` draws the ``setting`` labelled samples; ``clustering`` uses every sample)."""
+    return task_kind(task.kind).splits(task, data, dataset, settings, repeat, setting)
 
 
 # --------------------------------------------------------------------------------------------------
 # one evaluation
 # --------------------------------------------------------------------------------------------------
-def _scaled(X: np.ndarray, fit_rows: np.ndarray, standardize: bool) -> np.ndarray:
-    if not standardize or X.ndim != 2:
-        return X
-    return StandardScaler().fit(X[fit_rows]).transform(X)
+def _standardized(kind: TaskKind, data: TaskData, train: np.ndarray, standardize: bool) -> TaskData:
+    """``data`` with its feature vectors (and privileged view) standardized by the statistics of the samples the
+    fit sees: every sample for a transductive kind, the training samples otherwise; matrix samples as they are."""
+    if not standardize:
+        return data
+    rows = np.arange(data.n_samples) if kind.transductive else train
+
+    def scaled(Z: np.ndarray | None) -> np.ndarray | None:
+        if Z is None or Z.ndim != 2:
+            return Z
+        return StandardScaler().fit(Z[rows]).transform(Z)
+
+    return TaskData(scaled(data.X), data.y, data.groups, scaled(data.privileged))
 
 
 def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test: np.ndarray, *,
-             standardize: bool = True, missing: float = 0.0, neighbors: int = 3, seed: int = 0) -> dict[str, float]:
+             standardize: bool = True, setting: Any = None, neighbors: int = 3, seed: int = 0) -> dict[str, float]:
     """Fit ``estimator`` on the training samples by the kind's convention and measure it on the test samples.
 
-    For ``ssl``, ``train`` are the labelled samples and every other sample is given unlabelled (the test
-    samples are scored transductively); for ``clustering`` every sample is clustered.
+    ``setting`` is the data set's setting (the fraction of missing labels of a ranking task, ...).  For ``ssl``,
+    ``train`` are the labelled samples and every other sample is given unlabelled (the test samples are scored
+    transductively); for ``clustering`` every sample is clustered.
     """
-    transductive = kind in ("ssl", "clustering")
-    X = _scaled(data.X, np.arange(data.n_samples) if transductive else train, standardize)
-    if kind == "multilabel_ranking":
-        Y = data.y[train]
-        if missing > 0:
-            Y = drop_positive_labels(Y, missing, random_state=seed)
-        estimator.fit(X[train], Y)
-        return ranking_scores(data.y[test], estimator.decision_function(X[test]))
-    if kind == "ssl":
-        classes, codes = np.unique(data.y, return_inverse=True)
-        given = np.full(data.n_samples, -1, dtype=np.int64)
-        given[train] = codes[train]
-        estimator.fit(X, given)
-        # The transductive labels when the estimator gives them for every test sample (SelfTrainingClassifier's
-        # transduction_ keeps -1 for the samples it never labelled): else its inductive predictions.
-        found = getattr(estimator, "transduction_", None)
-        found = None if found is None else np.asarray(found)[test]
-        predicted = found if found is not None and not np.any(found == -1) else estimator.predict(X[test])
-        return {"accuracy": float(np.mean(np.asarray(predicted) == codes[test]))}
-    if kind == "mil":
-        estimator.fit(X[train], data.y[train], data.groups[train])
-        _, _, labels = _bag_table(TaskData(data.X[test], data.y[test], data.groups[test]))
-        return {"accuracy": float(np.mean(estimator.predict(X[test], data.groups[test]) == labels))}
-    if kind == "clustering":
-        found = estimator.fit_predict(X)
-        return {"accuracy": clustering_accuracy(data.y, found),
-                "nmi": float(normalized_mutual_info_score(data.y, found)),
-                "ari": float(adjusted_rand_score(data.y, found))}
-    if kind in ("classification", "bilinear"):
-        estimator.fit(X[train], data.y[train])
-        return {"accuracy": float(np.mean(estimator.predict(X[test]) == data.y[test]))}
-    if kind == "crossmodal":
-        return _crossmodal_scores(estimator, X, _scaled(data.privileged, train, standardize), data.y, train, test)
-    if kind == "metric":
-        extra = {}
-        if data.privileged is not None and "X_privileged" in inspect.signature(estimator.fit).parameters:
-            extra["X_privileged"] = _scaled(data.privileged, train, standardize)[train]
-        estimator.fit(X[train], data.y[train], **extra)
-        knn = KNeighborsClassifier(neighbors).fit(estimator.transform(X[train]), data.y[train])
-        return {"accuracy": float(knn.score(estimator.transform(X[test]), data.y[test]))}
-    raise ValueError(f"unknown task kind {kind!r}")  # pragma: no cover (configurations are checked)
-
-
-def _crossmodal_scores(estimator: Any, Xa: np.ndarray, Xb: np.ndarray, y: np.ndarray, train: np.ndarray,
-                       test: np.ndarray) -> dict[str, float]:
-    """Unpaired cross-modal learning as in Kobayashi 2014 (sec. 5.2): the samples of each part are split in two
-    halves (alternately within each class), the first seen only in modality a, the second only in modality b; the
-    test probes of one modality retrieve the test gallery of the other (rank-1: the nearest is of its class)."""
-    from multikernel.bilinear.crossmodal import retrieval_ranks  # the task package, loaded when asked for
-
-    def halves(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        # alternately within each class, so that both modalities see every class of the part
-        a = np.concatenate([rows[y[rows] == c][0::2] for c in np.unique(y[rows])])
-        return np.sort(a), np.setdiff1d(rows, a)
-
-    (tr_a, tr_b), (te_a, te_b) = halves(train), halves(test)
-    if not len(te_a) or not len(te_b):
-        raise ValueError(f"{len(test)} test sample(s): too few to give both modalities a test half")
-    estimator.fit(Xa[tr_a], y[tr_a], Xb[tr_b], y[tr_b])
-    za, zb = estimator.transform(Xa[te_a], "a"), estimator.transform(Xb[te_b], "b")
-    a_to_b = float(np.mean(retrieval_ranks(za, y[te_a], zb, y[te_b]) == 1))
-    b_to_a = float(np.mean(retrieval_ranks(zb, y[te_b], za, y[te_a]) == 1))
-    return {"rank1": 0.5 * (a_to_b + b_to_a), "rank1_a_to_b": a_to_b, "rank1_b_to_a": b_to_a}
+    task = task_kind(kind)
+    return task.evaluate(estimator, _standardized(task, data, train, standardize), train, test, setting=setting,
+                         neighbors=neighbors, seed=seed)
 
 
 # --------------------------------------------------------------------------------------------------
 # checks (multikernel validate, and run/experiment before fitting)
 # --------------------------------------------------------------------------------------------------
-def _check_kind(kind: str, data: TaskData, ds: DatasetSpec, task: TaskSettings, settings: ExperimentSettings,
-                path: str, searched: bool = False) -> None:
-    """The data suit the task kind; else a :class:`ConfigError` at ``path`` (the data set entry)."""
-    where = f"{path}.source"
-    y = data.y
-    if kind == "multilabel_ranking":
-        if y.ndim != 2 or y.shape[1] < 2:
-            raise ConfigError(f"a multilabel_ranking task needs a label matrix (CSV columns label:<name>, two or "
-                              f"more); {ds.source!r} has one label per sample", where)
-        if not np.all(np.isin(y, (0, 1))):
-            raise ConfigError("the label matrix must hold 0 and 1 only", where)
-        return
-    if y.ndim != 1:
-        raise ConfigError(f"a {kind} task needs one label per sample; {ds.source!r} has a label matrix", where)
-    if kind == "bilinear" and data.X.ndim != 3:
-        raise ConfigError(f"a bilinear task needs matrix samples of shape (n, p, q); {ds.source!r} gives vectors",
-                          where)
-    if kind != "bilinear" and data.X.ndim != 2:
-        raise ConfigError(f"a {kind} task needs feature vectors; {ds.source!r} gives shape {data.X.shape}", where)
-    if data.privileged is not None and kind not in ("metric", "crossmodal"):
-        raise ConfigError("a privileged view is used by metric tasks (and as modality b by crossmodal tasks) only",
-                          f"{path}.privileged")
-    if kind == "crossmodal" and data.privileged is None:
-        raise ConfigError("a crossmodal task needs a second modality: give 'features' (column prefixes of modality "
-                          "a) and 'privileged' (those of modality b)", f"{path}.privileged")
-    if kind == "mil":
-        if data.groups is None:
-            raise ConfigError(f"a mil task needs bags: a CSV column 'bag' (the bag of each instance); "
-                              f"{ds.source!r} has none", where)
-        for bag in np.unique(data.groups):
-            if len(np.unique(y[data.groups == bag])) != 1:
-                raise ConfigError(f"bag {bag!r} has instances with different labels; an instance's label is its "
-                                  f"bag's", where)
-        counts = np.unique(_bag_table(data)[2], return_counts=True)[1]
-    else:
-        if data.groups is not None:
-            raise ConfigError(f"{ds.source!r} has bags (a 'bag' column); only mil tasks use them", where)
-        counts = np.unique(y, return_counts=True)[1]
-    if len(counts) < 2:
-        raise ConfigError(f"{ds.source!r} has a single class; a {kind} task needs two or more", where)
-    if kind in ("ssl", "mil") and len(counts) != 2:
-        raise ConfigError(f"a {kind} task is binary; {ds.source!r} has {len(counts)} classes (select two with "
-                          f"'classes' or binarize with 'positive')", where)
-    if kind == "ssl":
-        for j, n in enumerate(task.labeled):
-            if not len(counts) <= n < data.n_samples:
-                raise ConfigError(f"{n} labelled samples of {data.n_samples}: need at least one per class and an "
-                                  f"unlabelled sample", f"task.labeled[{j}]")
-            if searched and n <= len(counts):
-                raise ConfigError(f"{n} labelled samples, one of each class: no cross-validation can choose grid "
-                                  f"points; label at least {len(counts) + 1}, or give each estimator one value",
-                                  f"task.labeled[{j}]")
-    elif kind != "clustering":
-        need = max(task.folds, settings.cv_folds)
-        if need >= 2 and counts.min() < need:
-            unit = "bags" if kind == "mil" else "samples"
-            raise ConfigError(f"{ds.source!r} has a class with {counts.min()} {unit}, fewer than the {need} folds",
-                              "task.folds" if task.folds >= settings.cv_folds else "experiment.cv_folds")
-
-
-def _probe_data(kind: str, data: TaskData) -> tuple[TaskData, np.ndarray, np.ndarray]:
-    """A few samples of ``data`` (each class, each bag kept whole) and a train/test split of them."""
-    rng = np.random.default_rng(0)
-    if kind == "mil":
-        bags, inverse, labels = _bag_table(data)
-        sizes = np.bincount(inverse)
-        # the three smallest bags of each class: a probe fit of a cutting-plane learner stays quick
-        chosen = np.concatenate([sorted(np.flatnonzero(labels == c), key=lambda b: (sizes[b], b))[:3]
-                                 for c in np.unique(labels)])
-        rows = np.flatnonzero(np.isin(inverse, chosen))
-        small = TaskData(data.X[rows], data.y[rows], data.groups[rows])
-        sb = np.unique(small.groups)
-        test_bags = [b for c in np.unique(labels) for b in sb[labels[np.searchsorted(bags, sb)] == c][-1:]]
-        test = np.flatnonzero(np.isin(small.groups, test_bags))
-        return small, np.setdiff1d(np.arange(len(rows)), test), test
-    n = data.n_samples
-    if data.y.ndim == 1:
-        per = max(2, _PROBE_SAMPLES // max(len(np.unique(data.y)), 1))
-        rows = np.sort(np.concatenate([rng.permutation(np.flatnonzero(data.y == c))[:per]
-                                       for c in np.unique(data.y)]))
-    else:
-        rows = np.sort(rng.permutation(n)[:_PROBE_SAMPLES])
-    small = TaskData(data.X[rows], data.y[rows], None, None if data.privileged is None else data.privileged[rows])
-    m = len(rows)
-    if kind == "clustering":
-        return small, np.arange(m), np.arange(m)
-    if kind == "crossmodal":
-        # the last two samples of each class tested (one per modality): both keep every class in training
-        lasts = np.concatenate([np.flatnonzero(small.y == c)[-2:] for c in np.unique(small.y)])
-        return small, np.setdiff1d(np.arange(m), lasts), lasts
-    if data.y.ndim == 1:
-        # the first sample of each class labelled/trained, so that every class is in the training part
-        firsts = np.array([np.flatnonzero(small.y == c)[0] for c in np.unique(small.y)])
-        train = np.union1d(firsts, np.arange(0, m, 2))
-    else:
-        train = np.arange(0, m, 2) if kind != "multilabel_ranking" else np.arange(m * 3 // 4)
-    return small, train, np.setdiff1d(np.arange(m), train)
-
-
 class _Prober:
     """Probe fits of estimators on a few samples of each data set: one per distinct parameter set."""
 
     def __init__(self, task: TaskSettings, data: dict[str, TaskData], standardize: bool) -> None:
         self.task = task
-        self.probes = {name: _probe_data(task.kind, d) for name, d in data.items()}
+        self.kind = task_kind(task.kind)
+        self.probes = {name: self.kind.probe(d) for name, d in data.items()}
         self.standardize = standardize
         self._seen: dict[str, Exception | None] = {}
 
@@ -388,7 +155,7 @@ class _Prober:
                     warnings.simplefilter("ignore")  # a fit on a few samples need not converge
                     for small, train, test in self.probes.values():
                         evaluate(self.task.kind, entry.create(**resolve_params(params)), small, train, test,
-                                 standardize=self.standardize, missing=max(self.task.missing),
+                                 standardize=self.standardize, setting=self.kind.probe_setting(self.task),
                                  neighbors=min(self.task.neighbors, len(train)))
             except _REFUSALS as exc:
                 self._seen[key] = exc
@@ -440,10 +207,11 @@ def check_task_experiment(config: ExperimentConfig) -> dict[str, TaskData]:
                                        privileged=ds.privileged, classes=ds.classes, positive=ds.positive,
                                        seed=ex.seed, path=path)
         searched = any(len(_grid_points(e.grid)) > 1 for e in config.estimators)
-        _check_kind(task.kind, data[ds.name], ds, task, ex, path, searched)
-    if task.select_by is not None and task.select_by not in dict(MEASURES[task.kind]):
+        task_kind(task.kind).check(data[ds.name], ds.source, task, ex, path, searched)
+    measures = task_kind(task.kind).measures
+    if task.select_by is not None and task.select_by not in dict(measures):
         raise ConfigError(f"{task.select_by!r} is not a measure of {task.kind} tasks; measures: "
-                          f"{', '.join(m for m, _ in MEASURES[task.kind])}", "task.select_by")
+                          f"{', '.join(m for m, _ in measures)}", "task.select_by")
     prober = _Prober(task, data, config.preprocessing.standardize)
     for i, spec in enumerate(config.estimators):
         path = f"estimators[{i}]"
@@ -461,21 +229,13 @@ def check_task_experiment(config: ExperimentConfig) -> dict[str, TaskData]:
 
 
 def settings_of(task: TaskSettings) -> list[Any]:
-    """The settings a data set is run at: the missing fractions, the numbers of labelled samples, or one."""
-    if task.kind == "multilabel_ranking":
-        return list(task.missing)
-    if task.kind == "ssl":
-        return list(task.labeled)
-    return [None]
+    """The settings a data set is run at (the kind's: missing fractions, numbers of labelled samples, or one)."""
+    return task_kind(task.kind).settings(task)
 
 
 def setting_name(task: TaskSettings, setting: Any) -> str:
     """How a setting appears in unit keys and reports."""
-    if task.kind == "multilabel_ranking":
-        return f"missing={setting:g}"
-    if task.kind == "ssl":
-        return f"labeled={setting}"
-    return "-"
+    return task_kind(task.kind).setting_name(task, setting)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -501,8 +261,7 @@ def plan_task_units(config: ExperimentConfig, data: dict[str, TaskData],
             d.groups, return_inverse=True)[1][:, None]])
         for setting in settings_of(task):
             for r in range(ex.repeats):
-                n_folds = task.folds if task.folds >= 2 and task.kind not in ("ssl", "clustering") else 1
-                for fold in range(n_folds):
+                for fold in range(task_kind(task.kind).n_folds(task)):
                     prefix = f"task/{ds.name}/{setting_name(task, setting)}/{r}/{fold}"
                     base = {"dataset": attrs.asdict(ds), "protocol": protocol, "setting": setting, "repeat": r,
                             "fold": fold}
@@ -521,32 +280,14 @@ def _cv_scores(task: TaskSettings, entry: TaskEstimator, spec: EstimatorSpec, po
                setting: Any) -> np.ndarray:
     """The selection measure of every grid point on every inner fold of the training part (points x folds)."""
     measure, _ = selection_measure(task)
-    if task.kind == "ssl":
-        # Hide one fold of the labelled samples at a time (every other sample stays unlabelled).  A class with a
-        # single labelled sample keeps it labelled in every fold: the random draw guarantees only one per class.
-        classes, counts = np.unique(data.y[train], return_counts=True)
-        kept = np.isin(data.y[train], classes[counts < 2])
-        movable = train[~kept]
-        if len(movable) == 0:
-            raise ValueError(f"{len(train)} labelled samples, one of each class: no cross-validation can choose a "
-                             f"grid point (label more samples, or give the estimator one value)")
-        inner = StratifiedKFold(min(settings.cv_folds, int(counts[counts >= 2].min())), shuffle=True,
-                                random_state=seed)
-        folds = [(np.sort(np.r_[train[kept], movable[a]]), movable[b])
-                 for a, b in inner.split(movable, data.y[movable])]
-    else:
-        folds = _folds(task.kind, data, train, settings.cv_folds, seed)
+    folds = task_kind(task.kind).selection_folds(data, train, settings.cv_folds, seed)
     scores = np.empty((len(points), len(folds)))
     for p, point in enumerate(points):
         for f, (tr, te) in enumerate(folds):
             est = entry.create(**resolve_params({**spec.params, **point}))
-            scores[p, f] = evaluate(task.kind, est, data, tr, te, standardize=standardize,
-                                    missing=_missing(setting, task), neighbors=task.neighbors, seed=seed)[measure]
+            scores[p, f] = evaluate(task.kind, est, data, tr, te, standardize=standardize, setting=setting,
+                                    neighbors=task.neighbors, seed=seed)[measure]
     return scores
-
-
-def _missing(setting: Any, task: TaskSettings) -> float:
-    return float(setting) if task.kind == "multilabel_ranking" else 0.0
 
 
 def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
@@ -560,7 +301,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
     measure, higher = selection_measure(task)
     splits: list[tuple[np.ndarray, np.ndarray]] = []
     shared: dict[str, Any] = {}
-    with _Recorder(shared):
+    with Recorder(shared):
         splits = evaluation_splits(task, data, unit.dataset, s, unit.repeat, unit.setting)
     registry = get_registry()
     for m in unit.members:
@@ -574,7 +315,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
             rec.update(error=shared["error"], traceback=shared.get("traceback", ""))
             continue
         train, test = splits[unit.index]
-        with _Recorder(rec):
+        with Recorder(rec):
             entry = registry.get("estimator", spec.name)
             points = _grid_points(spec.grid)
             best = 0
@@ -587,7 +328,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
             estimator = entry.create(**resolve_params({**spec.params, **points[best]}))
             t0 = time.perf_counter()
             result = evaluate(task.kind, estimator, data, train, test, standardize=standardize,
-                              missing=_missing(unit.setting, task), neighbors=task.neighbors, seed=seed)
+                              setting=unit.setting, neighbors=task.neighbors, seed=seed)
             rec.update(result, best_params=points[best], fit_time=time.perf_counter() - t0, n_train=len(train),
                        n_test=len(test), selected_by=measure)
             for attr in ("stop_reason_", "n_iter_", "dual_gap_"):
@@ -609,7 +350,8 @@ def summarize_tasks(records: Sequence[dict[str, Any]], config: ExperimentConfig)
     (repeats x folds), the fit time, and the parameters chosen."""
     task = config.task
     assert task is not None
-    measures = [m for m, _ in MEASURES[task.kind]]
+    kind = task_kind(task.kind)
+    measures = [m for m, _ in kind.measures]
     labels = [e.display_name for e in config.estimators]
     table: dict[str, dict[str, dict[str, Any]]] = {}
     for ds in config.datasets:
@@ -631,5 +373,5 @@ def summarize_tasks(records: Sequence[dict[str, Any]], config: ExperimentConfig)
                 row[label] = cell
             rows[setting_name(task, setting)] = row
         table[ds.name] = rows
-    return {"kind": task.kind, "description": TASK_KINDS[task.kind], "measures": measures, "estimators": labels,
+    return {"kind": task.kind, "description": kind.description, "measures": measures, "estimators": labels,
             "select_by": selection_measure(task)[0], "table": table}

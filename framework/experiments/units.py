@@ -42,7 +42,7 @@ from multikernel.stack.kernelset import KernelSet
 
 __all__ = [
     "UnitTask", "Member", "run_unit", "unit_stub", "make_builders", "make_kernel_set", "split_data",
-    "append_noise", "noise_columns",
+    "append_noise", "noise_columns", "Recorder",
 ]
 
 
@@ -150,7 +150,7 @@ def _summary(fitted: FittedMKL) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 # the units
 # --------------------------------------------------------------------------------------------------
-class _Recorder:
+class Recorder:
     """Runs one member's work, catching its failure and its warnings into the member's record.
 
     Convergence warnings of the outer solvers are counted instead of flooding the console (a grid search
@@ -161,7 +161,7 @@ class _Recorder:
         self.record = record
         self.caught: list[warnings.WarningMessage] = []
 
-    def __enter__(self) -> _Recorder:
+    def __enter__(self) -> Recorder:
         self._context = warnings.catch_warnings(record=True)
         self.caught = self._context.__enter__()
         warnings.simplefilter("always")
@@ -205,7 +205,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
                   .split(np.zeros(len(ytr)), ytr)) if s.cv_folds >= 2 else [])
     grids: dict[int, list[dict[str, Any]]] = {}
     for k, (member, rec) in enumerate(zip(task.members, records, strict=True)):
-        with _Recorder(rec):
+        with Recorder(rec):
             grids[k] = resolve_grid(member.method.grid, M)
             rec.update(n_kernels=M, n_features=int(X.shape[1]), n_train=len(ytr), n_test=len(yte),
                        grid=grids[k], kernel_time=kernel_time)
@@ -215,7 +215,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
     results = cross_validate_methods(stack, ytr, folds,
                                      [(task.members[k].method, grids[k]) for k in searched], cv_solver,
                                      warm_start=s.warm_start, warm_order=s.warm_order,
-                                     guards=[functools.partial(_Recorder, records[k]) for k in searched])
+                                     guards=[functools.partial(Recorder, records[k]) for k in searched])
     for k, (scores, info) in zip(searched, results, strict=True):
         if "error" not in records[k]:
             records[k].update(info, cv_scores=scores.tolist(), cv_mean=scores.mean(axis=1).tolist())
@@ -225,7 +225,7 @@ def _select_and_test(task: UnitTask, X: np.ndarray, records: list[dict[str, Any]
         rec = records[k]
         if "error" in rec:
             continue
-        with _Recorder(rec):
+        with Recorder(rec):
             best = select_best(np.array(rec["cv_scores"])) if k in searched else 0
             cpu0 = time.process_time()
             outcomes[k] = fit_point(stack, targets, task.members[k].method, points[best], task.solver)
@@ -282,7 +282,7 @@ def run_unit(task: UnitTask) -> list[dict[str, Any]]:
         records.append(rec)
     start, cpu_start = time.perf_counter(), time.process_time()
     shared: dict[str, Any] = {}
-    with _Recorder(shared):
+    with Recorder(shared):
         if task.kind == "path":
             _path(task, records[0])
         else:

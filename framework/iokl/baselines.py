@@ -1,138 +1,247 @@
 """Multiple-instance baselines of chapter 4 (spec section 3.13): SIL-SVM, mi-SVM, MI-SVM and the MI-kernel SVM.
 
 All take ``fit(X, y, bags)`` like :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier` and solve
-scikit-learn's :class:`~sklearn.svm.SVC` on a precomputed kernel (the average of the input kernels).  The
+scikit-learn's :class:`~sklearn.svm.SVC` on a precomputed kernel (the average of the input kernels); the fitted
+SVM is kept as plain arrays (``dual_coef_`` over ``support_rows_``, ``intercept_``), which is what the decision
+values need and what a saved model holds.  The
 semi-supervised and clustering baselines are scikit-learn estimators used as they are (``SVC`` on the
 labelled part, ``LabelSpreading``, ``SelfTrainingClassifier(SVC)``, ``KMeans``, ``SpectralClustering``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import warnings
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
-from sklearn.utils.validation import check_array, check_is_fitted
 
 from multikernel.core.interfaces import KernelBuilder
-from multikernel.iokl.estimators import _bag_lists, default_kernels
-from multikernel.stack.kernelset import KernelSet
+from multikernel.core.validation import Constraint, Integer, NoneValue, Real, shown
+from multikernel.estimators.base import MultikernelEstimator
+from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
+from multikernel.estimators.progress import FitProgress
+from multikernel.iokl.estimators import _bag_lists, bag_labels, default_kernels, mil_score
 
 __all__ = ["MISVM", "MIKernelSVM", "SILSVM", "miSVM"]
 
 
-class _MILBase(ClassifierMixin, BaseEstimator):
-    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C: float = 10.0, max_iter: int = 20
-                 ) -> None:
+def _kept() -> None:
+    """What Ctrl-C keeps in the alternations: the last SVM fitted, already the model's arrays."""
+
+
+class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
+    """The shared parts of the MIL baselines: the average input kernel, the SVM kept as arrays, bag scores.
+
+    Parameters
+    ----------
+    kernels : str, list of KernelBuilder or None, default=None
+        The input kernels (``None``: the thesis's four, as :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier`);
+        their average is the SVM's kernel.
+    C : float, default=10
+        The SVM's cost.
+    max_iter : int, default=50
+        SVM fits of the alternation (mi-SVM, MI-SVM), misvm's default; a ``ConvergenceWarning`` names the
+        criterion that did not hold when it is reached.
+    verbose : int, default=0
+        ``>= 1`` shows the alternation's SVM fits.
+    kernel_params, normalize, standardize, kernel_dtype, kernel_backend, memory_budget
+        The kernel input's parameters, as in :class:`~multikernel.MKLClassifier` (``normalize="none"``).
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "kernels": [KernelsParam(), NoneValue()], "C": [Real(low=0)], "max_iter": [Integer(low=1)],
+        "verbose": [Integer(low=0)],
+    }
+
+    def __init__(self, kernels: Any = None, C: float = 10.0, max_iter: int = 50, verbose: int = 0,
+                 kernel_params: dict[str, Any] | None = None, normalize: str = "none", standardize: bool = False,
+                 kernel_dtype: str = "float64", kernel_backend: str = "dense",
+                 memory_budget: int | str | None = None) -> None:
         self.kernels = kernels
         self.C = C
         self.max_iter = max_iter
+        self.verbose = verbose
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
 
-    def _prepare(self, X: Any, y: Any, bags: Any) -> tuple[np.ndarray, list[np.ndarray], np.ndarray]:
-        X = check_array(X)
-        lists, _ = _bag_lists(bags, len(X))
-        y = np.asarray(y)
-        yb = np.array([y[b][0] for b in lists]) if y.shape == (len(X),) else y
-        if yb.shape != (len(lists),):
-            raise ValueError(f"y must hold one label per instance ({len(X)}) or per bag ({len(lists)})")
-        self.classes_ = np.unique(yb)
-        if len(self.classes_) != 2:
-            raise ValueError(f"MIL needs positive and negative bags; got bag labels {self.classes_.tolist()}")
-        builders = default_kernels() if self.kernels is None else [clone(b) for b in self.kernels]
-        self.kernel_set_ = KernelSet(builders)
-        stack = self.kernel_set_.fit_stack(X)
-        K = stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels))  # the average, without stacked copies
-        return K, lists, np.where(yb == self.classes_[1], 1.0, -1.0)
+    def _builders(self, n_features: int) -> list[KernelBuilder]:
+        return default_kernels() if self.kernels is None else super()._builders(n_features)
+
+    def fit(self, X: Any, y: Any, bags: Any) -> _MILBase:
+        """Fit on the instances of labelled bags.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_instances, n_features), or precomputed kernels (see ``kernels``)
+        y : array-like of shape (n_instances,) or (n_bags,)
+            The bag labels (two classes): one per instance (constant within a bag) or one per bag.
+        bags : array-like of shape (n_instances,), or a list of index arrays
+            The bag of each instance.
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: SVM fits") as progress:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            stack, _ = self._fit_stack(X)
+            K = stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels))  # the average, without copies
+            lists, yb = bag_labels(y, bags, len(K))
+            self.classes_ = np.unique(yb)
+            if len(self.classes_) != 2:
+                raise ValueError(f"MIL needs positive and negative bags; got bag labels "
+                                 f"{[shown(c) for c in self.classes_]}")
+            self._alternate(K, lists, np.where(yb == self.classes_[1], 1.0, -1.0), progress)
+        return self
+
+    def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
+        raise NotImplementedError
 
     def _cross(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "kernel_set_")
-        cross = self.kernel_set_.cross_stack(check_array(X))
+        self._check_fitted()
+        cross = self._cross_stack(X)
         return cross.combine(np.full(cross.n_kernels, 1.0 / cross.n_kernels))
+
+    def _decide(self, K_rows: np.ndarray) -> np.ndarray:
+        """The SVM's decision values from the kernel against its training rows (n x len(support_rows_))."""
+        return K_rows @ self.dual_coef_ + self.intercept_
 
     def decision_function(self, X: Any, bags: Any) -> np.ndarray:
         """Bag scores: the largest instance score (bags in the order of ``np.unique(bags)``)."""
-        X = check_array(X)
-        lists, _ = _bag_lists(bags, len(X))
-        f = self.svm_.decision_function(self._cross(X)[:, self.support_rows_])
+        K = self._cross(X)
+        lists, _ = _bag_lists(bags, len(K))
+        f = self._decide(K[:, self.support_rows_])
         return np.array([f[b].max() for b in lists])
 
     def predict(self, X: Any, bags: Any) -> np.ndarray:
+        """Bag labels, in the order of ``np.unique(bags)`` (or of the given index arrays)."""
+        self._check_fitted()
         return self.classes_[(self.decision_function(X, bags) > 0).astype(int)]
+
+    def score(self, X: Any, y: Any, bags: Any, sample_weight: Any = None) -> float:
+        """Bag-level accuracy of :meth:`predict` against ``y`` (per instance or per bag)."""
+        return mil_score(self, X, y, bags)
+
+    def _fit_svm(self, K: np.ndarray, labels: np.ndarray) -> None:
+        """libsvm's C-SVC (scikit-learn's SVC) on the precomputed kernel ``K``, kept as dense dual coefficients
+        (zero off the support) and the intercept: ``f = K_rows @ dual_coef_ + intercept_``."""
+        svm = SVC(kernel="precomputed", C=float(self.C)).fit(K, labels)
+        coef = np.zeros(len(K))
+        coef[svm.support_] = svm.dual_coef_[0]
+        # scikit-learn orders the classes: the decision is positive for its classes_[1], here +1
+        self.dual_coef_, self.intercept_ = coef, float(svm.intercept_[0])
 
     def _fit_rows(self, K: np.ndarray, rows: np.ndarray, labels: np.ndarray) -> None:
         self.support_rows_ = rows
-        self.svm_ = SVC(kernel="precomputed", C=self.C).fit(K[np.ix_(rows, rows)], labels)
+        self._fit_svm(K[np.ix_(rows, rows)], labels)
+
+    def _check_loaded(self) -> None:
+        if len(self.dual_coef_) != len(self.support_rows_):
+            raise ValueError(f"{len(self.dual_coef_)} dual coefficients for {len(self.support_rows_)} SVM rows")
+
+    def _capped(self, what: str) -> None:
+        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, and how to go on."""
+        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing; "
+                      f"the last SVM is kept. Increase max_iter", ConvergenceWarning, stacklevel=4)
 
 
 class SILSVM(_MILBase):
     """Single-instance learning: every instance takes its bag's label; one SVM."""
 
-    def fit(self, X: Any, y: Any, bags: Any) -> SILSVM:
-        K, lists, yb = self._prepare(X, y, bags)
+    def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         labels = np.empty(len(K))
         for b, s in zip(lists, yb, strict=True):
             labels[b] = s
         self._fit_rows(K, np.arange(len(K)), labels)
-        return self
+        progress.update()
 
 
 class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
     """mi-SVM (Andrews et al. 2003): latent instance labels in positive bags, relabelled by ``sign(f)`` with at
-    least one positive per positive bag, until the labels stop changing."""
+    least one positive per positive bag, until the labels stop changing (a ``ConvergenceWarning`` when they
+    still change after ``max_iter`` SVM fits).  Every instance of a positive bag starts positive."""
 
-    def fit(self, X: Any, y: Any, bags: Any) -> miSVM:
-        K, lists, yb = self._prepare(X, y, bags)
+    def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         labels = np.empty(len(K))
         for b, s in zip(lists, yb, strict=True):
             labels[b] = s
         rows = np.arange(len(K))
+        pos = [b for b, s in zip(lists, yb, strict=True) if s > 0]
+        self.n_iter_ = 0
         for _ in range(self.max_iter):
             self._fit_rows(K, rows, labels)
-            f = self.svm_.decision_function(K)
+            self.n_iter_ += 1
+            progress.update(keep=_kept)  # Ctrl-C: the last SVM is the model
+            f = self._decide(K)
             new = labels.copy()
-            for b, s in zip(lists, yb, strict=True):
-                if s > 0:
-                    new[b] = np.where(f[b] > 0, 1.0, -1.0)
-                    new[b[np.argmax(f[b])]] = 1.0
-            if np.array_equal(new, labels) or len(np.unique(new)) < 2:
+            for b in pos:
+                new[b] = np.where(f[b] > 0, 1.0, -1.0)
+                new[b[np.argmax(f[b])]] = 1.0
+            if np.array_equal(new, labels):
                 break
             labels = new
-        return self
+        else:
+            self._capped("instance labels")
 
 
 class MISVM(_MILBase):
     """MI-SVM (Andrews et al. 2003): each positive bag is represented by its highest-scoring instance (the
-    witness); negative instances all stay; alternate until the witnesses stop changing."""
+    witness); negative instances all stay; alternate until the witnesses stop changing (a
+    ``ConvergenceWarning`` when they still change after ``max_iter`` SVM fits).
 
-    def fit(self, X: Any, y: Any, bags: Any) -> MISVM:
-        K, lists, yb = self._prepare(X, y, bags)
+    The first SVM represents each positive bag by its mean in the kernel's feature space (the start of
+    Andrews et al. and of the misvm package; its kernel entries are averages of the bag's kernel rows), so the
+    first witnesses are chosen by a classifier that has seen every instance of the positive bags.
+    """
+
+    def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
+        if not (yb < 0).any():
+            raise ValueError("MI-SVM needs negative bags")
         neg = np.concatenate([b for b, s in zip(lists, yb, strict=True) if s < 0])
         pos = [b for b, s in zip(lists, yb, strict=True) if s > 0]
-        # start from the bag means' nearest instances: the instance most similar to the rest of its bag
-        witness = np.array([b[np.argmax(K[np.ix_(b, b)].sum(axis=1))] for b in pos])
-        for _ in range(self.max_iter):
+        labels = np.r_[np.ones(len(pos)), -np.ones(len(neg))]
+        # the bag means: M = S K with S the averaging rows, so k(mean_b, x) = M[b, x] and k(mean_b, mean_c) =
+        # M[b] S_c'; one SVM on the means and the negative instances, scored on every instance
+        M = np.stack([K[b].mean(axis=0) for b in pos])
+        means = np.stack([M[:, b].mean(axis=1) for b in pos], axis=1)
+        units = np.block([[means, M[:, neg]], [M[:, neg].T, K[np.ix_(neg, neg)]]])
+        svm = SVC(kernel="precomputed", C=self.C).fit(units, labels)
+        f = svm.decision_function(np.hstack([M.T, K[:, neg]]))
+        witness = np.array([b[np.argmax(f[b])] for b in pos])
+        self.n_iter_ = 1
+        for _ in range(self.max_iter - 1):
             rows = np.r_[witness, neg]
-            self._fit_rows(K, rows, np.r_[np.ones(len(witness)), -np.ones(len(neg))])
-            f = self.svm_.decision_function(K[:, rows])
+            self._fit_rows(K, rows, labels)
+            self.n_iter_ += 1
+            progress.update(keep=_kept)  # Ctrl-C: the last SVM is the model
+            f = self._decide(K[:, rows])
             new = np.array([b[np.argmax(f[b])] for b in pos])
             if np.array_equal(new, witness):
                 break
             witness = new
-        return self
+        else:
+            if self.max_iter == 1:  # the means' SVM only: the classifier is the SVM of its witnesses
+                self._fit_rows(K, np.r_[witness, neg], labels)
+            self._capped("witnesses")
 
 
 class MIKernelSVM(_MILBase):
     """The MI-kernel (set kernel) SVM of Gärtner et al. (2002): ``k(B, B') = sum_{x in B, x' in B'} k(x, x')``,
     normalised by the bag sizes, and one SVM over bags."""
 
-    def fit(self, X: Any, y: Any, bags: Any) -> MIKernelSVM:
-        K, lists, yb = self._prepare(X, y, bags)
+    def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         self.S_ = self._membership(lists, len(K))
-        Kb = self.S_ @ K @ self.S_.T
-        self.svm_ = SVC(kernel="precomputed", C=self.C).fit(Kb, yb)
-        return self
+        self.support_rows_ = np.arange(len(lists))  # the SVM is over the training bags
+        self._fit_svm(self.S_ @ K @ self.S_.T, yb)
+        progress.update()
 
     @staticmethod
     def _membership(lists: list[np.ndarray], n: int) -> np.ndarray:
@@ -142,6 +251,7 @@ class MIKernelSVM(_MILBase):
         return S
 
     def decision_function(self, X: Any, bags: Any) -> np.ndarray:
-        X = check_array(X)
-        lists, _ = _bag_lists(bags, len(X))
-        return self.svm_.decision_function(self._membership(lists, len(X)) @ self._cross(X) @ self.S_.T)
+        """Bag scores of the set-kernel SVM (bags in the order of ``np.unique(bags)``)."""
+        K = self._cross(X)
+        lists, _ = _bag_lists(bags, len(K))
+        return self._decide(self._membership(lists, len(K)) @ K @ self.S_.T)

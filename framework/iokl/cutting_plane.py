@@ -12,7 +12,9 @@ has the certified lower bound ``L(alpha) - dual_bound(q/2)`` over the old groups
 optimum lies between that bound and the current objective.  The loop stops when the relative difference
 (the *violation*) is below ``cp_tol``: adding the candidate found cannot lower the objective by more.  When
 the search is exact (enumeration) the new group maximises every ``q_m``, hence every group norm, and the
-certificate covers all candidates.  It also stops when the search returns a group already in the set, when
+certificate covers all candidates; otherwise (the sorting ascent from the classifier's labels, the strongest
+group and :data:`N_STARTS` random candidates) it covers the candidates the search reached.  It also stops
+when the search returns a group already in the set, when
 the objective changed by at most ``cp_tol`` (relative) since the previous iteration (the "small relative
 objective change" of the spec, which the thesis's experiments with a large candidate space need: the
 violation of the sorting search does not always fall below ``cp_tol``), or after ``max_iter`` iterations;
@@ -40,7 +42,19 @@ from multikernel.iokl.labels import CandidateSet
 from multikernel.iokl.stack import IOStack
 from multikernel.stack.storage import KernelStack
 
-__all__ = ["DEFAULT_SOLVER", "CuttingPlaneResult", "cutting_plane", "solve_candidates"]
+__all__ = ["DEFAULT_SOLVER", "N_STARTS", "CuttingPlaneResult", "cutting_plane", "solve_candidates"]
+
+N_STARTS = 20
+"""Random starts of the most violated candidate search at every cutting-plane iteration.
+
+Finding the most violated candidate (4.11) maximises a convex function over a combinatorial set; the
+sorting ascent climbs to the fixed point nearest its start.  Started only from the current solution (its
+labels, its strongest group) it returns the group the solution already has, and Algorithm 3 stops at its
+first group: on musk1 (C = 10, the thesis's four kernels) the loop ended after one group with a violation
+of 9e-5, while ascents from random key choices reached group norms 4.4 times the current one (0.031 against
+0.0071); with 20 random starts the loop adds 4-7 groups and halves the objective.  An ascent costs a few
+products with the rows of the ambiguous instances, so 20 starts add little to an iteration.
+"""
 
 DEFAULT_SOLVER = "projected_gradient"
 """The outer solver of every IOKL fit unless told otherwise.
@@ -109,6 +123,14 @@ class CuttingPlaneResult:
         """The bias ``offset * sum_{t,m} d_{t,m} sum_u alpha_u s_{t,m,u}`` of the absorbed constant feature."""
         T, M, _ = self.sign.shape
         return float(offset * np.sum(self.weights.reshape(T, M) * (self.sign @ self.alpha)))
+
+
+def _generator(random_state: int | np.random.Generator | np.random.RandomState | None) -> np.random.Generator:
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31))
+    if random_state is None or isinstance(random_state, int | np.integer | np.random.Generator):
+        return np.random.default_rng(random_state)
+    raise ValueError(f"random_state must be None, an integer, a numpy Generator or RandomState; got {random_state!r}")
 
 
 def _regularizer(M: int, T: int, theta: float | None):
@@ -216,6 +238,8 @@ def cutting_plane(
     max_iter: int = 30,
     cp_tol: float = 1e-3,
     enumerate_limit: int = 4096,
+    n_starts: int = N_STARTS,
+    random_state: int | np.random.Generator | np.random.RandomState | None = 0,
     warm: CuttingPlaneResult | None = None,
     callback: Callable[[dict[str, Any]], None] | None = None,
 ) -> CuttingPlaneResult:
@@ -247,14 +271,20 @@ def cutting_plane(
         Stop when the candidate found cannot lower the objective by more than this (relative).
     enumerate_limit : int, default=4096
         Exact search by enumeration when the feasible set is at most this large, sorting ascent otherwise.
+    n_starts : int, default=N_STARTS
+        Random feasible candidates from which the sorting ascent also starts, at every iteration (besides the
+        classifier's labels and the strongest group); 0 keeps those two only.  See :data:`N_STARTS`.
+    random_state : int, Generator, RandomState or None, default=0
+        Seed of the random starts.
     warm : CuttingPlaneResult, optional
         A previous result on the same data: the loop continues from its groups, weights and ``alpha``.
     callback : callable, optional
         Called with each iteration's history entry.
     """
-
-
     _check_theta(theta)
+    if not (isinstance(n_starts, int | np.integer) and n_starts >= 0):
+        raise ValueError(f"n_starts must be a non-negative integer (random starts of the search); got {n_starts!r}")
+    rng = _generator(random_state)
     M = inputs.n_kernels
     inner = SimplexRidge(C)
     if warm is not None:
@@ -295,7 +325,8 @@ def cutting_plane(
                     Kr = candidates.scored_rows(kernels)
                     scores[rows] = sum(Kr[m] @ betas[m] + offset * betas[m].sum() for m in range(M))
                 strongest = int(np.argmax(np.linalg.norm(W, axis=1)))
-                starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0])]
+                starts = [candidates.from_scores(scores), (stack.index[strongest, 0], stack.sign[strongest, 0]),
+                          *candidates.random_candidates(n_starts, rng)]
                 idx, sgn, q_new = candidates.most_violated_group(kernels, alpha, starts, enumerate_limit,
                                                                  offset=offset)
                 new_index, new_sign = [idx] * M, [sgn] * M
@@ -304,7 +335,8 @@ def cutting_plane(
                 for m in range(M):
                     scores = kernels[m] @ betas[m] + offset * betas[m].sum()
                     strongest = int(np.argmax(W[:, m]))
-                    starts = [candidates.from_scores(scores), (stack.index[strongest, m], stack.sign[strongest, m])]
+                    starts = [candidates.from_scores(scores), (stack.index[strongest, m], stack.sign[strongest, m]),
+                              *candidates.random_candidates(n_starts, rng)]
                     idx, sgn, q_new[m] = candidates.most_violated(kernels[m], alpha, starts, enumerate_limit,
                                                                    offset=offset)
                     new_index.append(idx)

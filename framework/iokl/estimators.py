@@ -10,20 +10,42 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, ClusterMixin, clone
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.base import ClassifierMixin, ClusterMixin
+from sklearn.metrics import accuracy_score
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import column_or_1d
 
 from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
-from multikernel.iokl.cutting_plane import DEFAULT_SOLVER, CuttingPlaneResult, cutting_plane, solve_candidates
+from multikernel.core.validation import (
+    Boolean,
+    Constraint,
+    Integer,
+    NoneValue,
+    Options,
+    Plugin,
+    RandomState,
+    Real,
+    check_class_labels,
+    shown,
+)
+from multikernel.estimators.base import MultikernelEstimator
+from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
+from multikernel.iokl.checks import labelled_ratio, warn_one_class
+from multikernel.iokl.cutting_plane import (
+    DEFAULT_SOLVER,
+    CuttingPlaneResult,
+    _check_theta,
+    cutting_plane,
+    solve_candidates,
+)
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
 from multikernel.solve.smo import solve_qp
-from multikernel.stack.kernelset import KernelSet
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 from multikernel.stack.storage import KernelStack
 
@@ -49,24 +71,65 @@ def _on_small_pages(fit: Callable) -> Callable:
     return wrapper
 
 
-class _IOKLBase(BaseEstimator):
+#: The parameters every IOKL estimator shares (the kernel input's come from KernelInputMixin).
+_IOKL_CONSTRAINTS: dict[str, list[Constraint]] = {
+    "kernels": [KernelsParam(), NoneValue()],
+    "theta": [Real(low=0), NoneValue()],  # >= 1: the cutting plane's own check explains the unit
+    "solver": [Plugin("solver", instances=False)],
+    "tol": [Real(low=0)],
+    "max_iter": [Integer(low=1)],
+    "cp_tol": [Real(low=0)],
+    "enumerate_limit": [Integer(low=1)],
+    "warm_start": [Boolean()],
+    "offset": [Real(low=0, closed="left")],
+    "random_state": [RandomState()],
+    "verbose": [Integer(low=0)],
+}
+
+
+class _IOKLBase(KernelInputMixin, MultikernelEstimator):
     """Shared fitting machinery: kernels, the cutting-plane loop, the decision function."""
 
-    def _kernel_set(self) -> KernelSet:
-        builders = default_kernels() if self.kernels is None else [clone(b) for b in self.kernels]
-        if not builders or not all(isinstance(b, KernelBuilder) for b in builders):
-            raise ValueError("kernels must be a non-empty list of KernelBuilder objects (for example "
-                             "multikernel.create('kernel', 'rbf')), or None for the thesis's four kernels")
-        return KernelSet(builders)
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = _IOKL_CONSTRAINTS
+    #: The cutting plane's full state (history, candidate groups) is not saved; the classifier is.
+    _unsaved_attributes: ClassVar[tuple[str, ...]] = ("result_", "rounded_", "results_")
+
+    def _check_params(self) -> None:
+        _check_theta(self.theta)
+
+    def _builders(self, n_features: int) -> list[KernelBuilder]:
+        if self.kernels is None:  # the thesis's four input kernels
+            return default_kernels()
+        return super()._builders(n_features)
+
+    def _inputs(self, X: Any) -> tuple[KernelStack, np.ndarray | None]:
+        """The input kernels of the training samples (``X`` validated: features or precomputed kernels)."""
+        stack, _ = self._fit_stack(X)
+        return stack, None
+
+    def _check_fitted(self) -> None:
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "coef_")
+
+    def _check_loaded(self) -> None:
+        n_kernels = len(self.kernel_names_)
+        if np.ndim(self.coef_) != 2 or self.coef_.shape[0] != n_kernels:
+            raise ValueError(f"coefficients of shape {np.shape(self.coef_)} for {n_kernels} input kernels")
+        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else self.n_train_
+        if self.coef_.shape[1] != n_train:
+            raise ValueError(f"{self.coef_.shape[1]} coefficients per kernel for {n_train} training samples")
 
     def _run(self, inputs: KernelStack, cset: CandidateSet, C: np.ndarray, start: tuple[np.ndarray, np.ndarray]
              ) -> CuttingPlaneResult:
         warm = getattr(self, "result_", None) if self.warm_start else None
         if warm is not None and warm.sign.shape[2] != cset.n_units:
             warm = None
-        result = cutting_plane(inputs, cset, C, start, theta=self.theta, offset=self._check_offset(),
+        progress = getattr(self, "_progress", None)
+        result = cutting_plane(inputs, cset, C, start, theta=self.theta, offset=float(self.offset),
                                solver=self.solver, tol=self.tol, max_iter=self.max_iter, cp_tol=self.cp_tol,
-                               enumerate_limit=self.enumerate_limit, warm=warm)
+                               enumerate_limit=self.enumerate_limit, random_state=self.random_state, warm=warm,
+                               callback=None if progress is None else _progress_callback(progress))
         self.result_ = result
         self.n_iter_ = result.n_iter
         self.stop_reason_ = result.stop_reason
@@ -76,23 +139,27 @@ class _IOKLBase(BaseEstimator):
     def _set_classifier(self, result: CuttingPlaneResult, inputs: KernelStack) -> None:
         """The final classifier's attributes, from the solve that defines it."""
         self.coef_ = result.coefficients(inputs)
-        self.intercept_ = result.bias(self.offset)
+        self.intercept_ = result.bias(float(self.offset))
         self.dual_gap_ = result.mkl.dual_gap
         self.objective_ = result.mkl.objective
         self.weights_ = result.weights.reshape(-1, inputs.n_kernels)
-
-    def _check_offset(self) -> float:
-        if not (isinstance(self.offset, int | float) and self.offset >= 0 and math.isfinite(self.offset)):
-            raise ValueError(f"offset must be a non-negative finite number; got {self.offset!r}")
-        return float(self.offset)
 
     def _training_scores(self, inputs: KernelStack) -> np.ndarray:
         return sum(np.asarray(inputs.kernel(m)) @ self.coef_[m] for m in range(inputs.n_kernels)) + self.intercept_
 
     def _scores(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "coef_")
-        cross = self.kernel_set_.cross_stack(check_array(X))
+        self._check_fitted()
+        cross = self._cross_stack(X)
         return sum(np.asarray(cross.kernel(m)) @ self.coef_[m] for m in range(cross.n_kernels)) + self.intercept_
+
+
+def _progress_callback(progress: Any) -> Callable[[dict[str, Any]], None]:
+    """A cutting-plane callback showing each iteration's objective and candidate groups."""
+    def callback(entry: dict[str, Any]) -> None:
+        shown_values = {k: entry[k] for k in ("objective", "n_groups", "gap") if k in entry}
+        progress.update(**shown_values)
+
+    return callback
 
 
 def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
@@ -106,7 +173,7 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
     the first write of that 348 MB kernel); for a subset of rows (the labelled part of SSL) only those rows
     of the average kernel are formed.  The scores differ from ``SVC``'s by up to the tolerance (7.6e-4 on
     musk2), which can pick another key instance of a bag, and the cutting plane's result moves with its start
-    (a local result: docs/benchmarks/iokl.md, session 11).
+    (a local result).
     """
     w = np.full(inputs.n_kernels, 1.0 / inputs.n_kernels)
     n = inputs.n_rows
@@ -121,8 +188,13 @@ def _svm_scores(inputs: KernelStack, rows: np.ndarray, y: np.ndarray, C: float) 
 
 
 _COMMON_DOC = """
-    kernels : list of KernelBuilder, optional
-        The input kernels; ``None`` for the thesis's four (Gaussian, Laplacian, ISD, ID with ``gamma = 1/A``).
+    kernels : str, list of KernelBuilder or None, default=None
+        The input kernels: ``None`` (or the family ``"iokl"``) for the thesis's four (Gaussian, Laplacian, ISD, ID
+        with ``gamma = 1/A``), a registered family or kernel name, a list of kernel builders, or ``"precomputed"``
+        (``X`` is then the stack of training kernels, as in :class:`~multikernel.MKLClassifier`).
+    kernel_params, normalize, standardize, kernel_dtype, kernel_backend, memory_budget
+        The kernel input's parameters, as in :class:`~multikernel.MKLClassifier` (``normalize`` defaults to
+        ``"none"``: the thesis's kernels as they are).
     theta : float, optional
         IOKL-SM's cap on each candidate group's norm, in units of ``1/T`` (``theta / T`` at each cutting-plane
         iteration, as in the thesis's experiments; ``theta >= 1``); ``None`` for IOKL-HM.
@@ -143,7 +215,13 @@ _COMMON_DOC = """
         The bias, absorbed as a constant feature: ``offset`` is added to every input kernel.  The thesis
         adds 1 (footnote 1 of chapter 4); with unit-diagonal kernels and no ``alpha'y = 0`` constraint that
         constant dominates the label search (it favours candidates with one sign), so the default is 0.1.
+    random_state : int, RandomState instance or None, default=0
+        Seed of the random starts of the most violated candidate search
+        (:data:`multikernel.iokl.cutting_plane.N_STARTS`).
+    verbose : int, default=0
+        ``>= 1`` shows the cutting-plane iterations (a progress bar on a terminal, log lines elsewhere).
 """
+
 
 
 class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
@@ -155,7 +233,8 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         Square hinge costs of the labelled and unlabelled samples (the thesis uses 100 and 0.1 or 1).
     positive_fraction : float, optional
         The balance constraint: the fraction of positives (the second class of ``classes_``) among the
-        unlabelled samples; default the labelled ratio.
+        unlabelled samples; default the labelled ratio, with a warning when it lies outside [0.3, 0.7]
+        (:func:`multikernel.iokl.checks.labelled_ratio`).
     {_COMMON_DOC}
     Attributes
     ----------
@@ -176,10 +255,18 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
     a labelled sample is a class.
     """
 
-    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, C_labeled: float = 100.0,
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "C_labeled": [Real(low=0)], "C_unlabeled": [Real(low=0)],
+        "positive_fraction": [Real(low=0, high=1, closed="both"), NoneValue()],
+    }
+
+    def __init__(self, kernels: Any = None, C_labeled: float = 100.0,
                  C_unlabeled: float = 1.0, positive_fraction: float | None = None, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
+                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 random_state: int | np.random.RandomState | None = 0, kernel_params: dict[str, Any] | None = None,
+                 normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
+                 kernel_backend: str = "dense", memory_budget: int | str | None = None, verbose: int = 0) -> None:
         self.kernels = kernels
         self.C_labeled = C_labeled
         self.C_unlabeled = C_unlabeled
@@ -192,61 +279,116 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+        self.verbose = verbose
 
     @_on_small_pages
     def fit(self, X: Any, y: Any, unlabeled: Any = None) -> IOKLSemiSupervisedClassifier:
-        """Fit on all samples; ``y == -1`` (or the ``unlabeled`` mask) marks the unlabelled ones."""
-        X = check_array(X)
-        y = np.asarray(y)
-        if y.shape != (len(X),):
-            raise ValueError(f"y must have shape ({len(X)},); got {y.shape}")
-        if unlabeled is None:
-            mask = y == -1
-        else:
-            mask = np.asarray(unlabeled, dtype=bool)
-            if mask.shape != y.shape:
-                raise ValueError(f"unlabeled must be a boolean mask of shape {y.shape}; got {mask.shape}")
-        if mask.all():
-            raise ValueError("all samples are unlabelled: semi-supervised learning needs labelled samples of both "
-                             "classes (for no labels at all use IOKLClustering)")
-        classes = np.unique(y[~mask])
-        if len(classes) != 2:
-            hint = (" If your classes are -1 and +1, pass unlabeled=<boolean mask> so that -1 is read as a class."
-                    if unlabeled is None and np.any(mask) else "")
-            raise ValueError(f"the labelled samples must hold exactly two classes; got {classes.tolist()}.{hint}")
-        for name in ("C_labeled", "C_unlabeled"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and value > 0 and math.isfinite(value)):
-                raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-        self.classes_ = classes
-        lab = np.flatnonzero(~mask)
-        free = np.flatnonzero(mask)
-        yl = np.where(y[lab] == classes[1], 1.0, -1.0)
-        frac = float(np.mean(yl > 0)) if self.positive_fraction is None else float(self.positive_fraction)
-        if not 0.0 <= frac <= 1.0:
-            raise ValueError(f"positive_fraction must lie in [0, 1]; got {self.positive_fraction!r}")
-        k = int(round(frac * len(free)))
-        fixed = np.zeros(len(X))
-        fixed[lab] = yl
-        cset = LabelSet(len(X), fixed, [free] if len(free) else [], [k] if len(free) else [],
-                        [k] if len(free) else [])
-        self.kernel_set_ = self._kernel_set()
-        inputs = self.kernel_set_.fit_stack(X)
-        # Algorithm 3's h^1 (unspecified in the thesis): an SVM on the labelled part, balanced by sorting.
-        start = cset.from_scores(_svm_scores(inputs, lab, yl, self.C_labeled))
-        C = np.where(mask, self.C_unlabeled, self.C_labeled).astype(np.float64)
-        self._run(inputs, cset, C, start)
-        f = self._training_scores(inputs)
-        self.transduction_ = y.copy() if unlabeled is not None else y.astype(classes.dtype)
-        self.transduction_[free] = classes[(f[free] > 0).astype(int)]
+        """Fit on all samples, labelled and unlabelled.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or precomputed kernels (see ``kernels``)
+        y : array-like of shape (n_samples,)
+            Class labels of the labelled samples (two classes); -1 marks the unlabelled ones (scikit-learn's
+            semi-supervised convention) unless ``unlabeled`` is given.
+        unlabeled : array-like of bool of shape (n_samples,), optional
+            Marks the unlabelled samples when -1 is one of the classes.
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
+                as self._progress:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            inputs, _ = self._inputs(X)
+            y = check_class_labels(column_or_1d(y, warn=True))  # a column vector warns, as scikit-learn's
+            n = inputs.n_rows
+            if y.shape != (n,):
+                raise ValueError(f"X has {n} samples but y has {len(y)} labels")
+            if n < 2:
+                raise ValueError(f"{n} sample: semi-supervised learning needs labelled samples of both classes")
+            if unlabeled is None:
+                mask = y == -1
+            else:
+                mask = np.asarray(unlabeled, dtype=bool)
+                if mask.shape != y.shape:
+                    raise ValueError(f"unlabeled must be a boolean mask of shape {y.shape}; got {mask.shape}")
+            if mask.all():
+                raise ValueError("all samples are unlabelled: semi-supervised learning needs labelled samples of "
+                                 "both classes (for no labels at all use IOKLClustering)")
+            target = type_of_target(y[~mask], input_name="y")
+            if target == "continuous":
+                raise ValueError(f"Unknown label type: continuous. {type(self).__name__} classifies two classes; "
+                                 f"y holds continuous values")
+            if target == "multiclass" and len(np.unique(y[~mask])) > 2:
+                raise ValueError(f"Only binary classification is supported. The type of the target is {target} "
+                                 f"(classes {[shown(c) for c in np.unique(y[~mask])]}).")
+            classes = np.unique(y[~mask])
+            if len(classes) != 2:
+                hint = (" If your classes are -1 and +1, pass unlabeled=<boolean mask> so that -1 is read as a "
+                        "class." if unlabeled is None and np.any(mask) else "")
+                raise ValueError(f"the labelled samples must hold exactly two classes; got "
+                                 f"{[shown(c) for c in classes]}.{hint}")
+            self.classes_ = classes
+            lab = np.flatnonzero(~mask)
+            free = np.flatnonzero(mask)
+            yl = np.where(y[lab] == classes[1], 1.0, -1.0)
+            frac = labelled_ratio(yl, len(free)) if self.positive_fraction is None else float(self.positive_fraction)
+            k = int(round(frac * len(free)))
+            fixed = np.zeros(n)
+            fixed[lab] = yl
+            cset = LabelSet(n, fixed, [free] if len(free) else [], [k] if len(free) else [],
+                            [k] if len(free) else [])
+            # Algorithm 3's h^1 (unspecified in the thesis): an SVM on the labelled part, balanced by sorting.
+            start = cset.from_scores(_svm_scores(inputs, lab, yl, float(self.C_labeled)))
+            C = np.where(mask, self.C_unlabeled, self.C_labeled).astype(np.float64)
+            self._run(inputs, cset, C, start)
+            f = self._training_scores(inputs)
+            self.transduction_ = y.copy() if unlabeled is not None else y.astype(classes.dtype)
+            self.transduction_[free] = classes[(f[free] > 0).astype(int)]
+        del self._progress
         return self
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False  # a binary transductive SVM
+        return tags
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy of :meth:`predict` on the labelled samples of ``y`` (those not marked -1)."""
+        y = check_class_labels(y)
+        known = y != -1
+        return float(accuracy_score(y[known], self.predict(X)[known],
+                                    sample_weight=None if sample_weight is None else np.asarray(sample_weight)[known]))
 
     def decision_function(self, X: Any) -> np.ndarray:
         """``f(x)``: positive for ``classes_[1]``."""
         return self._scores(X)
 
     def predict(self, X: Any) -> np.ndarray:
+        """Class labels: ``classes_[1]`` where ``f(x) > 0``."""
+        self._check_fitted()
         return self.classes_[(self.decision_function(X) > 0).astype(int)]
+
+
+_ONE_CLASS_CAUSE = {
+    "instance": "at the instance level the label search (4.11) adds labellings of the positive bags' instances that "
+                "agree with the negative class (they enlarge ||sum_i alpha_i y_i phi(x_i)||, the quantity it "
+                "maximises), and the mixture of these candidate groups scores every instance below the bias (musk1: "
+                "every bag negative for portion 0, 0.3 and 0.5). Use level='bag' (key instances), which does not "
+                "collapse",
+    "bag": "the key-instance relaxation found no positive margin on the training bags; check the bag labels and "
+           "try a larger C",
+}
 
 
 def _bag_lists(bags: Any, n: int) -> tuple[list[np.ndarray], np.ndarray]:
@@ -267,6 +409,31 @@ def _bag_lists(bags: Any, n: int) -> tuple[list[np.ndarray], np.ndarray]:
                          f"shape {ids.shape}")
     uniq, inverse = np.unique(ids, return_inverse=True)
     return [np.flatnonzero(inverse == b) for b in range(len(uniq))], uniq
+
+
+def bag_labels(y: Any, bags: Any, n: int) -> tuple[list[np.ndarray], np.ndarray]:
+    """The bags as index arrays and one label per bag, from labels per instance (constant within each bag) or
+    per bag; ``ValueError`` naming what is wrong."""
+    lists, _ = _bag_lists(bags, n)
+    y = check_class_labels(y)
+    if y.shape == (n,):
+        per_bag = [np.unique(y[b]) for b in lists]
+        mixed = next((i for i, v in enumerate(per_bag) if len(v) != 1), None)
+        if mixed is not None:
+            raise ValueError(f"y given per instance must be constant within each bag (the bag's label); bag {mixed} "
+                             f"has labels {[shown(v) for v in per_bag[mixed]]}")
+        return lists, np.array([v[0] for v in per_bag])
+    if y.shape == (len(lists),):
+        return lists, y
+    raise ValueError(f"y must hold one label per instance ({n}) or per bag ({len(lists)}); got {len(y)} labels")
+
+
+def mil_score(estimator: Any, X: Any, y: Any, bags: Any) -> float:
+    """Bag-level accuracy of a multiple-instance classifier's ``predict(X, bags)``."""
+    predicted = estimator.predict(X, bags)
+    _, yb = bag_labels(y, bags, len(np.asarray(bags)) if not isinstance(bags, list | tuple) else
+                       sum(len(b) for b in bags))
+    return float(accuracy_score(yb, predicted))
 
 
 class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
@@ -321,10 +488,18 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     Without rounding a bag is scored ``sum_t max_{{x in B}} f_t(x) + b``.
     """
 
-    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, level: str = "bag", C: float = 10.0,
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "level": [Options("bag", "instance")], "C": [Real(low=0)],
+        "portion": [Real(low=0, high=1, closed="both")], "round_keys": [Boolean()],
+    }
+
+    def __init__(self, kernels: Any = None, level: str = "bag", C: float = 10.0,
                  portion: float = 0.0, round_keys: bool = True, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1) -> None:
+                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 random_state: int | np.random.RandomState | None = 0, kernel_params: dict[str, Any] | None = None,
+                 normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
+                 kernel_backend: str = "dense", memory_budget: int | str | None = None, verbose: int = 0) -> None:
         self.kernels = kernels
         self.level = level
         self.C = C
@@ -338,46 +513,60 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+        self.verbose = verbose
 
     @_on_small_pages
     def fit(self, X: Any, y: Any, bags: Any) -> IOKLMultipleInstanceClassifier:
-        X = check_array(X)
-        lists, _ = _bag_lists(bags, len(X))
-        y = np.asarray(y)
-        if y.shape == (len(X),):
-            per_bag = [np.unique(y[b]) for b in lists]
-            if any(len(v) != 1 for v in per_bag):
-                raise ValueError("y given per instance must be constant within each bag (the bag's label)")
-            yb = np.array([v[0] for v in per_bag])
-        elif y.shape == (len(lists),):
-            yb = y
-        else:
-            raise ValueError(f"y must hold one label per instance ({len(X)}) or per bag ({len(lists)}); got "
-                             f"shape {y.shape}")
+        """Fit on the instances of labelled bags.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_instances, n_features), or precomputed kernels (see ``kernels``)
+        y : array-like of shape (n_instances,) or (n_bags,)
+            The bag labels (two classes): one per instance (constant within a bag) or one per bag, in the order
+            of ``np.unique(bags)``.
+        bags : array-like of shape (n_instances,), or a list of index arrays
+            The bag of each instance.
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
+                as self._progress:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            inputs, _ = self._inputs(X)
+            self._fit_bags(inputs, y, bags)
+        del self._progress
+        return self
+
+    def _fit_bags(self, inputs: KernelStack, y: Any, bags: Any) -> None:
+        n = inputs.n_rows
+        lists, yb = bag_labels(y, bags, n)
         classes = np.unique(yb)
         if len(classes) != 2:
-            raise ValueError(f"MIL needs positive and negative bags; got bag labels {classes.tolist()}")
-        if self.level not in ("bag", "instance"):
-            raise ValueError(f"level must be 'bag' or 'instance'; got {self.level!r}")
-        if not (isinstance(self.C, int | float) and self.C > 0 and math.isfinite(self.C)):
-            raise ValueError(f"C must be a positive finite number; got {self.C!r}")
-        if not 0.0 <= float(self.portion) <= 1.0:
-            raise ValueError(f"portion must lie in [0, 1]; got {self.portion!r}")
+            raise ValueError(f"MIL needs positive and negative bags; got bag labels {[shown(c) for c in classes]}")
         self.classes_ = classes
         sb = np.where(yb == classes[1], 1.0, -1.0)
-        inst_label = np.empty(len(X))
+        inst_label = np.empty(n)
         for b, s in zip(lists, sb, strict=True):
             inst_label[b] = s
-        self.kernel_set_ = self._kernel_set()
-        inputs = self.kernel_set_.fit_stack(X)
-        sil = _svm_scores(inputs, np.arange(len(X)), inst_label, self.C)  # SIL-SVM starts the loop
+        sil = _svm_scores(inputs, np.arange(n), inst_label, float(self.C))  # SIL-SVM starts the loop
         if self.level == "bag":
             cset: CandidateSet = KeyInstanceSet(lists, sb)
         else:
             pos = [b for b, s in zip(lists, sb, strict=True) if s > 0]
             fixed = np.where(inst_label < 0, -1.0, 0.0)
             low = [max(1, math.ceil(float(self.portion) * len(b))) for b in pos]
-            cset = LabelSet(len(X), fixed, pos, low, [len(b) for b in pos])
+            cset = LabelSet(n, fixed, pos, low, [len(b) for b in pos])
         start = cset.from_scores(sil)
         C = np.full(cset.n_units, float(self.C))
         result = self._run(inputs, cset, C, start)
@@ -386,7 +575,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
             # Round the relaxation (see Notes): the key of each positive bag where the relaxed f is largest.
             index, sign = cset.from_scores(self._training_scores(inputs))
             self.rounded_ = result = solve_candidates(inputs, index[None], sign[None], C, theta=self.theta,
-                                                      offset=self._check_offset(), solver=self.solver,
+                                                      offset=float(self.offset), solver=self.solver,
                                                       tol=self.tol, warm=result.mkl, solved=result)
             self.keys_ = index[:cset.n_positive].copy()
             self._set_classifier(result, inputs)
@@ -395,7 +584,10 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.group_coef_ = result.coefficients(inputs, per_group=True)
         active = np.flatnonzero(np.abs(self.group_coef_).sum(axis=(1, 2)) > 0)
         self.group_coef_ = self.group_coef_[active]
-        return self
+        if self.level == "instance" or self.round_keys:  # bag score = the best instance's: from f on X itself
+            f = self._training_scores(inputs)
+            warn_one_class(classes[np.array([f[b].max() > 0 for b in lists]).astype(int)],
+                           _ONE_CLASS_CAUSE[self.level])
 
     def decision_function_instances(self, X: Any) -> np.ndarray:
         """Instance scores ``f(x)``."""
@@ -403,23 +595,32 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
 
     def predict_instances(self, X: Any) -> np.ndarray:
         """Instance labels (``classes_[1]`` where ``f(x) > 0``)."""
+        self._check_fitted()
         return self.classes_[(self._scores(X) > 0).astype(int)]
 
     def decision_function(self, X: Any, bags: Any) -> np.ndarray:
         """Bag scores: the largest instance score of each bag (bags in the order of ``np.unique(bags)``)."""
-        X = check_array(X)
-        lists, _ = _bag_lists(bags, len(X))
+        self._check_fitted()
         if self.level == "instance":
             f = self._scores(X)
+            lists, _ = _bag_lists(bags, len(f))
             return np.array([f[b].max() for b in lists])
-        check_is_fitted(self, "group_coef_")
-        cross = self.kernel_set_.cross_stack(X)
+        cross = self._cross_stack(X)
+        lists, _ = _bag_lists(bags, cross.n_rows)
         F = sum(self.group_coef_[:, m] @ np.asarray(cross.kernel(m)).T for m in range(cross.n_kernels))
         return np.array([F[:, b].max(axis=1).sum() for b in lists]) + self.intercept_
 
     def predict(self, X: Any, bags: Any) -> np.ndarray:
         """Bag labels, in the order of ``np.unique(bags)`` (or of the given index arrays)."""
+        self._check_fitted()
         return self.classes_[(self.decision_function(X, bags) > 0).astype(int)]
+
+    def score(self, X: Any, y: Any, bags: Any, sample_weight: Any = None) -> float:
+        """Bag-level accuracy: :meth:`predict`'s bag labels against ``y`` (one label per instance, constant
+        within a bag, or one per bag).  With metadata routing, ``cross_val_score(est, X, y, cv=GroupKFold(),
+        params={"bags": bags, "groups": bags})`` scores whole bags (after ``set_fit_request(bags=True)`` and
+        ``set_score_request(bags=True)``)."""
+        return mil_score(self, X, y, bags)
 
 
 class IOKLClustering(ClusterMixin, _IOKLBase):
@@ -442,10 +643,17 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         0 / 1: the candidate set's best agreement with ``f`` (so the balance constraint holds).
     """
 
-    def __init__(self, kernels: Sequence[KernelBuilder] | None = None, n_clusters: int = 2, balance: float = 0.1,
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "n_clusters": [Integer(low=1)], "balance": [Real(low=0, high=1, closed="both")], "C": [Real(low=0)],
+    }
+
+    def __init__(self, kernels: Any = None, n_clusters: int = 2, balance: float = 0.1,
                  C: float = 1.0, theta: float | None = None, solver: str = DEFAULT_SOLVER, tol: float = 1e-3,
                  max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096,
-                 warm_start: bool = False, offset: float = 0.1) -> None:
+                 warm_start: bool = False, offset: float = 0.1, random_state: int | np.random.RandomState | None = 0,
+                 kernel_params: dict[str, Any] | None = None,
+                 normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
+                 kernel_backend: str = "dense", memory_budget: int | str | None = None, verbose: int = 0) -> None:
         self.kernels = kernels
         self.n_clusters = n_clusters
         self.balance = balance
@@ -458,18 +666,45 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         self.enumerate_limit = enumerate_limit
         self.warm_start = warm_start
         self.offset = offset
+        self.random_state = random_state
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+        self.verbose = verbose
 
-    @_on_small_pages
-    def fit(self, X: Any, y: Any = None) -> IOKLClustering:
-        X = check_array(X, ensure_min_samples=2)
+    def _check_params(self) -> None:
+        super()._check_params()
         if self.n_clusters != 2:
             raise ValueError(f"n_clusters={self.n_clusters!r}: IOKL clustering splits into two clusters (the "
                              f"thesis gives no multi-cluster scheme); apply it recursively for more")
-        if not 0.0 <= float(self.balance) <= 1.0:
-            raise ValueError(f"balance must lie in [0, 1]; got {self.balance!r}")
-        if not (isinstance(self.C, int | float) and self.C > 0 and math.isfinite(self.C)):
-            raise ValueError(f"C must be a positive finite number; got {self.C!r}")
-        n = len(X)
+
+    @_on_small_pages
+    def fit(self, X: Any, y: Any = None) -> IOKLClustering:
+        """Cluster the samples of ``X`` in two.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or precomputed kernels (see ``kernels``)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
+                as self._progress:
+            inputs, _ = self._inputs(X)
+            self._cluster(inputs)
+        del self._progress
+        return self
+
+    def _cluster(self, inputs: KernelStack) -> None:
+        n = inputs.n_rows
+        if n < 2:
+            raise ValueError(f"{n} sample: clustering needs at least two")
         # n_+ - n_- = 2 n_+ - n in [-balance n, balance n]
         low = math.ceil((n - self.balance * n) / 2 - 1e-9)
         high = math.floor((n + self.balance * n) / 2 + 1e-9)
@@ -477,8 +712,6 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
             raise ValueError(f"no labelling of {n} samples satisfies the balance constraint balance="
                              f"{self.balance!r}; use a larger balance (at least 1/n for odd n)")
         cset = LabelSet(n, np.zeros(n), [np.arange(n)], [low], [high])
-        self.kernel_set_ = self._kernel_set()
-        inputs = self.kernel_set_.fit_stack(X)
         # h^1 (unspecified): the leading kernel principal component of the average kernel, balanced.
         K = np.mean([np.asarray(inputs.kernel(m)) for m in range(inputs.n_kernels)], axis=0)
         H = np.eye(n) - 1.0 / n
@@ -487,7 +720,6 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         self._run(inputs, cset, np.full(n, float(self.C)), start)
         _, sign = cset.from_scores(self._training_scores(inputs))
         self.labels_ = (sign > 0).astype(int)
-        return self
 
     def predict(self, X: Any) -> np.ndarray:
         """Cluster of new samples: ``f(x) > 0``."""

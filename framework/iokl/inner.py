@@ -8,7 +8,7 @@ import attrs
 import numpy as np
 
 from multikernel.core.interfaces import InnerProblem, InnerSolution
-from multikernel.solve.smo import _fill
+from multikernel.solve.smo import fill_to_sum
 from multikernel.solve.svm import InnerQP, solve_inner
 
 __all__ = ["SimplexRidge"]
@@ -49,7 +49,7 @@ class SimplexRidge(InnerProblem):
 
 
 def _exact_total(sol: InnerSolution) -> InnerSolution:
-    """``sol`` with ``sum(alpha) == 1`` to the last bit (moved by the solver's own rule, ``_fill``), or as it is.
+    """``sol`` with ``sum(alpha) == 1`` to the last bit (moved by the solver's own rule, ``fill_to_sum``), or as it is.
 
     The SMO's ``alpha`` sums to 1 within a few ulps.  A warm start that does not sum to 1 exactly is moved
     onto the simplex by the solver (an ulp on one entry), and a start that moved cannot use the products of
@@ -63,7 +63,7 @@ def _exact_total(sol: InnerSolution) -> InnerSolution:
     alpha = alpha.copy()
     lo, up = np.zeros(len(alpha)), np.full(len(alpha), np.inf)
     for _ in range(3):
-        _fill(alpha, lo, up, 1.0)
+        fill_to_sum(alpha, lo, up, 1.0)
         if alpha.sum() == 1.0:
             return attrs.evolve(sol, alpha=alpha, coef=alpha.copy(), at_bound=alpha <= 0.0)
     return sol

@@ -56,6 +56,16 @@ class CandidateSet(abc.ABC):
     def from_scores(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The feasible candidate that agrees best with decision values on the instances."""
 
+    def random_candidates(self, n: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``n`` feasible candidates drawn at random: the starts that let the search leave the current group.
+
+        The sorting ascent only climbs to a fixed point near its start, and the two starts of the cutting plane
+        (the classifier's own labels and its strongest group) sit at the current solution's fixed point, so
+        alone they find the group the solution already has (on musk1 the loop stopped at its first group
+        while random starts reached candidates whose group norm was four times larger).
+        """
+        return [self.from_scores(rng.standard_normal(self.n_instances)) for _ in range(n)]
+
     def lift(self, alpha: np.ndarray, index: np.ndarray, sign: np.ndarray) -> np.ndarray:
         """``u = P alpha`` in instance space for one candidate, or a batch of candidates (rows)."""
         index, sign = np.atleast_2d(index), np.atleast_2d(sign)

@@ -11,12 +11,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.linear_model import LinearRegression
 from sklearn.utils.validation import check_is_fitted
 
-from multikernel import DenseStack, KernelStack, MKLProblem, create, get_registry
+from multikernel.core.interfaces import MKLProblem
+from multikernel.core.registry import get_registry
 from multikernel.estimators.kernel_input import KernelInputMixin
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, signed_labels
 from multikernel.ranking.solver import pairless_samples, solve_mlr
 from multikernel.solve.smo import KernelColumns
+from multikernel.stack.storage import DenseStack, KernelStack
 
 __all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
 
@@ -96,7 +98,7 @@ class KernelRankerMixin(KernelInputMixin):
 
     def _builders(self, n_features: int) -> list:
         if isinstance(self.kernels, str) and self.kernels in get_registry().names("kernel"):
-            return [create("kernel", self.kernels, **(self.kernel_params or {}))]
+            return [get_registry().create("kernel", self.kernels, **(self.kernel_params or {}))]
         return super()._builders(n_features)
 
     def __sklearn_tags__(self):  # noqa: D105
@@ -164,7 +166,8 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         MK-MLR: maximum outer iterations.
     half_factor : bool, default=False
         MLR-L1's thesis-literal update (a spurious 1/2, erratum E10 of the spec): it solves the problem of the
-        kernel ``K/2 + Diag(K)/2``.  For reproduction only.
+        kernel ``K/2 + Diag(K)/2``.  Use it to reproduce the thesis's published numbers; the default solves
+        the stated problem.
     kernel_dtype : {"float64", "float32"}, default="float64"
     kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
         Storage of the kernels; with ``"lazy"`` the solver reads rows of the (combined) kernel on demand through
@@ -348,9 +351,10 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         problem = MKLProblem(stack=stack, y=None, loss=None,
                              inner=RankingInner(Ysign, float(self.C), max_sweeps=self.max_sweeps,
                                                 random_state=self.random_state),
-                             regularizer=create("regularizer", self.regularizer, **(self.regularizer_params or {})),
+                             regularizer=get_registry().create("regularizer", self.regularizer,
+                                                               **(self.regularizer_params or {})),
                              tol=self.mkl_tol, max_iter=self.max_iter, inner_tol=self.tol)
-        result = create("solver", self.solver).solve(problem)
+        result = get_registry().create("solver", self.solver).solve(problem)
         self.results_ = result
         self.weights_ = np.asarray(result.weights, dtype=np.float64)
         self.coef_ = np.ascontiguousarray(np.asarray(result.coef).T)

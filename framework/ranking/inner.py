@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from multikernel import InnerProblem, InnerSolution
+from multikernel.core.interfaces import InnerProblem, InnerSolution
 from multikernel.ranking.solver import solve_mlr
 
 __all__ = ["RankingInner"]

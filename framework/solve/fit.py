@@ -32,7 +32,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import column_or_1d
 
-from multikernel.core.capabilities import check_compatible
+from multikernel.core.capabilities import check_compatible, check_loss_form
 from multikernel.core.interfaces import Component, MKLProblem, MKLResult, Regularizer, SampleLoss, Solver
 from multikernel.core.registry import get_registry
 from multikernel.core.validation import check_class_labels, shown
@@ -237,6 +237,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
                 f"{', '.join(sorted(target.get_params(deep=False))) or '(none)'}", key)
         target.set_params(**{name: value})
     check_compatible(parts["regularizer"], parts["solver"])
+    check_loss_form(parts["loss"], parts["solver"])
     return Parts(**parts)  # type: ignore[arg-type]
 
 
@@ -245,12 +246,15 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
 # --------------------------------------------------------------------------------------------------
 @attrs.define(frozen=True)
 class SolveSettings:
-    """Stopping settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`)."""
+    """Stopping and computation settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`
+    for ``ray_search`` and ``one_pass``)."""
 
     tol: float = 1e-3
     max_iter: int = 200
     inner_tol: float = 1e-3
     stopping: str = "gap"
+    ray_search: str = "infinite"
+    one_pass: bool = True
 
 
 @attrs.define
@@ -332,7 +336,8 @@ def _solve_block(stack: KernelStack, y: np.ndarray, warm_start: MKLResult | None
     p = parts.fresh()
     problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
                          max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
-                         warm_start=warm_start, callback=callback)
+                         warm_start=warm_start, callback=callback, ray_search=settings.ray_search,
+                         one_pass=settings.one_pass)
     return p.solver.solve(problem)
 
 

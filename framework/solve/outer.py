@@ -20,7 +20,7 @@ import attrs
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel.core.interfaces import InnerSolution, LossBlocks, MKLProblem, MKLResult, Solver
+from multikernel.core.interfaces import InnerCapability, InnerSolution, MKLProblem, MKLResult, Solver
 from multikernel.errors import FitInterruptedWarning
 from multikernel.solve.scaling import ray_lower_bound
 from multikernel.stack.combination import CombinedKernel
@@ -63,10 +63,10 @@ def certified_lower_bound(problem: MKLProblem, alpha: np.ndarray, q: np.ndarray)
     ``L(alpha) - dual_bound(q/2)`` (weak duality), replaced by the best bound on the ray ``s * alpha`` when it
     is infinite and the inner problem declares a ray (:mod:`multikernel.solve.scaling`; finite for GMKL's pure
     l1 regularizer, whose plain bound is infinite near the optimum).  Never below the plain bound.
-    :attr:`OuterLoop.ray_search` says when to search the ray.
+    The problem's ``ray_search`` setting says when to search the ray.
     """
     plain = problem.linear_term(alpha) - problem.regularizer.dual_bound(0.5 * q)
-    search = OuterLoop.ray_search
+    search = problem.ray_search
     if search == "never" or (search == "infinite" and math.isfinite(plain)):
         return plain
     ray = problem.ray(alpha)
@@ -92,13 +92,6 @@ class OuterLoop:
     so ``(upper - lower) / max(|upper|, 1e-12)`` is a certified relative duality gap.  Where the lower bound
     at ``alpha`` is infinite, it is the best one on the ray ``s * alpha`` (:func:`certified_lower_bound`).
     """
-
-    #: When the lower bound is maximised along the ray ``s * alpha``: ``"infinite"`` (the default) only where the
-    #: plain bound at ``alpha`` is infinite, ``"always"``, or ``"never"``.  Searching always tightens finite
-    #: bounds too, but on the built-in methods it saved few or no iterations at tol 1e-4 (8-10 % for the level
-    #: method), and its ~40 ``dual_bound`` evaluations per certificate made small fits 1.1-2.2x slower, 6x with
-    #: ``elastic_net`` (whose bound is a root find): see docs/methods/gmkl.md.
-    ray_search: str = "infinite"
 
     def __init__(self, problem: MKLProblem) -> None:
         self.problem = problem
@@ -317,7 +310,7 @@ class Evaluator:
     so a line-search trial can improve the certified bounds too.  One evaluator serves one solve; solvers
     that keep state across iterations (the cutting planes of the level method) extend it.
 
-    **One read of the stack per iteration** (:attr:`one_pass`; a whole dense stack and one SVM block): the
+    **One read of the stack per iteration** (the problem's ``one_pass``; a whole dense stack and one SVM block): the
     quadratic forms of a solution are computed as the products ``u_m = K_m v`` (:class:`StackProducts`),
     which also give the next solve's starting gradient ``K(mu') v = sum_m mu'_m u_m`` for any new weights;
     that solve then reads only the columns of ``K(mu')`` it touches (:class:`CombinedColumns`), and the
@@ -325,17 +318,14 @@ class Evaluator:
     use the combined kernel as before.
     """
 
-    #: Whether the products path above is taken where it applies (``False``: combine, then quadratic forms).
-    one_pass: bool = True
-
     def __init__(self, problem: MKLProblem, loop: OuterLoop) -> None:
         self.problem = problem
         self.loop = loop
         self.n_solves = 0
         self.combined = CombinedKernel(problem.stack)
         inner = problem.inner
-        self.fused = (self.one_pass and supports_products(problem.stack) and isinstance(inner, LossBlocks)
-                      and inner.targets.ndim == 1)
+        self.fused = (problem.one_pass and supports_products(problem.stack)
+                      and {InnerCapability.LABELLED_BLOCKS, InnerCapability.SINGLE_BLOCK} <= inner.capabilities())
         self._products: StackProducts | None = None
         self._diag: np.ndarray | None = None
         #: ``F`` where a descent solver last restarted from revived weights (its closed-form fallback): a

@@ -19,7 +19,7 @@ q_m))`` brings any ``alpha`` inside, so the certificate becomes finite and tends
 For the other regularizers the plain bound is finite and the ray only tightens it (mostly in early
 iterations; at an optimal ``alpha`` the best ``s`` is 1), which did not pay for its cost: the outer loop
 searches the ray where the plain bound is infinite (:func:`multikernel.solve.outer.certified_lower_bound`,
-``OuterLoop.ray_search``), for inner problems that declare their ray
+the problem's ``ray_search``), for inner problems that declare their ray
 (:meth:`multikernel.core.interfaces.InnerProblem.ray`); others (the nu-form, whose ``1'alpha = 1`` no scaling
 keeps, and task inner problems that do not declare one) keep the plain bound.
 """

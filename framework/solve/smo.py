@@ -36,7 +36,7 @@ from multikernel.core.interfaces import KernelColumns
 from multikernel.core.validation import check_positive_real
 
 __all__ = ["QPResult", "KernelColumns", "StackColumns", "solve_qp", "as_symmetric_rows", "check_cache_size",
-           "default_max_iter"]
+           "default_max_iter", "fill_to_sum"]
 
 _NEG_CURVATURE_WARNING = (
     "the kernel is not positive semi-definite (negative curvature met during SMO); the solver used "
@@ -183,7 +183,7 @@ def _vector(value: float | np.ndarray | None, n: int, name: str, default: float)
     return out
 
 
-def _fill(beta: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> None:
+def fill_to_sum(beta: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> None:
     """Move ``beta`` (within [lb, ub]) until ``sum(beta) = target``, in index order (sparse changes)."""
     r = target - beta.sum()
     if r == 0.0:
@@ -225,7 +225,7 @@ def _project(x0: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> n
         else:
             hi_lam = mid
     x = np.clip(x0 + 0.5 * (lo_lam + hi_lam), lb, ub)
-    _fill(x, lb, ub, target)
+    fill_to_sum(x, lb, ub, target)
     return x
 
 
@@ -247,7 +247,7 @@ def _feasible_start(alpha0: np.ndarray | None, lo: np.ndarray, up: np.ndarray, c
         if alpha0 is not None and abs(b.sum() - target) > 1e-12 * scale:
             b = _project(c[idx] * alpha0[idx], lbg, ubg, target)
         else:
-            _fill(b, lbg, ubg, target)
+            fill_to_sum(b, lbg, ubg, target)
         beta[idx] = b
     return c * beta
 
@@ -394,7 +394,7 @@ def _newton_direction(Q: np.ndarray, g: np.ndarray, P: np.ndarray, tol: float) -
         null = V[:, ~rng] @ coef[~rng]
         # An eigenvector is accurate to eps ||H|| / gap: that much of the range part of b leaks into the null
         # part.  A "flat direction" below that floor is rounding, and a slide along it (tiny slope, huge step)
-        # breaks the equality constraints (session 6: y'alpha = 4e-4 at C = 1e4 on a rank-deficient stack).
+        # breaks the equality constraints (y'alpha = 4e-4 at C = 1e4 on a rank-deficient stack).
         floor = 0.0
         if rng.any():
             floor = 10.0 * np.finfo(float).eps * float(np.linalg.norm(b)) * float(w.max() / w[rng].min())

@@ -42,7 +42,7 @@ from multikernel.core.interfaces import InnerSolution
 from multikernel.core.validation import check_positive_real
 from multikernel.solve.smo import KernelColumns, QPResult, solve_qp
 
-__all__ = ["InnerQP", "SVM_FORMS", "solve_inner", "svm_problem"]
+__all__ = ["InnerQP", "SVM_FORMS", "inner_solution", "solve_inner", "svm_problem"]
 
 Vector = float | np.ndarray
 
@@ -124,7 +124,7 @@ def _box_maximum(r: np.ndarray, D: np.ndarray, lo: np.ndarray, up: np.ndarray, s
     return np.where(D > 0, quadratic, np.where(r == 0, 0.0, linear))
 
 
-def _solution(problem: InnerQP, res: QPResult, n: int) -> InnerSolution:
+def inner_solution(problem: InnerQP, res: QPResult, n: int) -> InnerSolution:
     """Both objectives of ``problem`` at the QP solution ``res``, from its gradient ``G = Q alpha + p``."""
     alpha = res.alpha
     S = problem.signs(n)
@@ -185,7 +185,7 @@ def solve_inner(
     res = solve_qp(K, problem.y, p=problem.p, lower=problem.lower, upper=problem.upper, ridge=problem.ridge,
                    signed=problem.signed, y_sum=problem.y_sum, total=problem.total, alpha0=alpha0, tol=tol,
                    max_iter=max_iter)
-    return _solution(problem, res, n)
+    return inner_solution(problem, res, n)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@
     python docs/experiments/iokl/iokl_mil.py --data ../shared/data/mil --datasets musk2 --reps 1
     python docs/experiments/iokl/iokl_mil.py --summarize     # mil_results.md from the results files only
 
-``mil_results_session4.csv`` keeps the IOKL rows of session 4 (before the bag-level rounding, issue 14): the
-summary shows them beside the current ones.  The summary also shows the inner cross-validation experiments
+``--before CSV`` shows earlier results (same columns) beside the current ones.  The summary also shows the
+inner cross-validation experiments
 (``../iokl-mil-cv.toml``, ``../iokl-mil-cv-elephant.toml``, run by ``multikernel experiment``) beside the fixed
 setting on the same outer folds, and copies their units (the runner's resume logs, not committed) to
 ``mil_cv_results.csv``.
@@ -45,10 +45,10 @@ THESIS = {"musk1": {"MI-Kernel": 88.0, "mi-SVM": 87.4, "MI-SVM": 77.9, "KI-SVM":
 
 
 HEADER = [
-    "# IOKL on the MIL benchmarks: 10-fold cross-validation bag accuracy (issue 14)", "",
+    "# IOKL on the MIL benchmarks: 10-fold cross-validation bag accuracy", "",
     "Written by `python docs/experiments/iokl/iokl_mil.py --summarize` from `mil_results.csv` (every fold of "
-    "every repetition of the script), `mil_results_session4.csv` and the inner-CV experiments' "
-    "`../iokl-mil-cv*/units.jsonl`; the story of the numbers is in [README.md](README.md).", "",
+    "every repetition of the script) and the inner-CV experiments' `../iokl-mil-cv*/units.jsonl`; "
+    "the reading of the numbers is in [README.md](README.md).", "",
     "Protocol: repetition r draws 10 bag-stratified folds (`StratifiedKFold(10, shuffle=True, random_state=r)` "
     "over the bags); features standardised on the training fold's instances; the thesis's four kernels "
     "(Gaussian, Laplacian, ISD, ID, gamma = 1/A with A the mean squared training distance); C = 10, IOKL-SM "
@@ -89,15 +89,15 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=None)
     parser.add_argument("--out", default=str(HERE / "mil_results.csv"))
     parser.add_argument("--summarize", action="store_true", help="only write the summary of --out")
-    parser.add_argument("--before", default=str(HERE / "mil_results_session4.csv"),
-                        help="earlier results shown beside the current ones (skipped when absent)")
+    parser.add_argument("--before", default=None,
+                        help="earlier results (a results CSV) shown beside the current ones")
     parser.add_argument("--cv-units", nargs="*", default=[str(HERE.parent / d / "units.jsonl") for d in (
                         "iokl-mil-cv", "iokl-mil-cv-elephant")],
                         help="units of the inner-CV experiments ../iokl-mil-cv*.toml, shown beside (when present)")
     args = parser.parse_args()
     out = Path(args.out)
     if args.summarize:
-        summarize(out, Path(args.before), [Path(p) for p in args.cv_units])
+        summarize(out, Path(args.before) if args.before else None, [Path(p) for p in args.cv_units])
         return
     done = set()
     fresh = not out.exists() or out.stat().st_size == 0
@@ -135,7 +135,7 @@ def main() -> None:
                                          "stop": getattr(model, "stop_reason_", "")})
                         fh.flush()
                         print(name, rep, fold, method, f"{acc:.3f}", flush=True)
-    summarize(out, Path(args.before), [Path(p) for p in args.cv_units])
+    summarize(out, Path(args.before) if args.before else None, [Path(p) for p in args.cv_units])
 
 
 def _accuracy(res: pd.DataFrame) -> pd.DataFrame:
@@ -165,15 +165,17 @@ def summarize(path: Path, before: Path | None = None, cv_units: list[Path] | Non
     n_folds = int(res["fold"].max()) + 1
     agg = _accuracy(res)
     old = _accuracy(pd.read_csv(before)) if before is not None and before.exists() else None
+    earlier = " earlier results (--before) |" if old is not None else ""
     lines = [*HEADER, "| data set | method | accuracy % (mean over the folds run; ± sd over complete repetitions) | "
-             "repetitions x folds run | s per fit (wall, load varies) | session 4 (before rounding) | "
-             "thesis Table 4.5 |",
-             "|---|---|---|---|---|---|---|"]
+             f"repetitions x folds run | s per fit (wall, load varies) |{earlier} thesis Table 4.5 |",
+             "|---|---|---|---|---|" + ("---|" if old is not None else "") + "---|"]
     for (ds, m), row in agg.iterrows():
         sd = f" ± {100 * row['sd']:.1f}" if row["reps"] >= 2 else ""
-        prev = f"{100 * old.loc[(ds, m), 'mean']:.1f}" if old is not None and (ds, m) in old.index else ""
-        lines.append(f"| {ds} | {m} | {100 * row['mean']:.1f}{sd} | {_runs(row, n_folds)} | {row['seconds']:.1f} | "
-                     f"{prev} | {THESIS.get(ds, {}).get(m, 'n/a')} |")
+        prev = ""
+        if old is not None:
+            prev = f" {100 * old.loc[(ds, m), 'mean']:.1f} |" if (ds, m) in old.index else " |"
+        lines.append(f"| {ds} | {m} | {100 * row['mean']:.1f}{sd} | {_runs(row, n_folds)} | {row['seconds']:.1f} |"
+                     f"{prev} {THESIS.get(ds, {}).get(m, 'n/a')} |")
     present = [p for p in cv_units or [] if p.exists()]
     if present:
         lines += ["", *_cv_table(res, present)]

@@ -1,4 +1,4 @@
-"""Multi-label ranking experiments on yeast and emotions (issue 13): MLR-L1, MLR-GL, MK-MLR and the baselines.
+"""Multi-label ranking experiments on yeast and emotions: MLR-L1, MLR-GL, MK-MLR and the baselines.
 
 Three experiments, each over 10 random splits of the data set (scikit-learn ``ShuffleSplit(10, train_size,
 random_state=0)`` with MULAN's training sizes: yeast 1500 of 2417 samples, emotions 391 of 593; the rest is the
