@@ -113,14 +113,20 @@ def alignf_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
                          "kernels or another method")
     Mat = centered_gram(stack)
     a = _target_alignments(stack, y)
+    # In units of each centered kernel's norm (v_k = u_k / ||K_k^c||, the same problem): M gets a unit diagonal,
+    # so that a kernel of small norm but high alignment keeps its direction above the eigenvalue cutoff.
+    norm = np.sqrt(np.maximum(np.diag(Mat), 0.0))
+    unit = np.where(norm > 0, 1.0 / np.where(norm > 0, norm, 1.0), 0.0)
+    Mat = Mat * np.outer(unit, unit)
+    a = a * unit
     w, V = np.linalg.eigh(Mat)
     keep = w > max(w.max(), 0.0) * len(w) * np.finfo(float).eps
     if not keep.any():
         raise ValueError("alignf: every centered kernel is 0 (constant kernels carry no information on the labels)")
     R = np.sqrt(w[keep])[:, None] * V[:, keep].T
     t = (V[:, keep].T @ a) / np.sqrt(w[keep])
-    v, _ = nnls(R, t, maxiter=50 * len(a))
-    return on_simplex(v, "alignf")
+    u, _ = nnls(R, t, maxiter=50 * len(a))
+    return on_simplex(u * unit, "alignf")
 
 
 class CKASolver(WeightsThenSVM):

@@ -117,3 +117,14 @@ def test_classifier_is_the_svm_on_the_combined_kernel(method, weights):
     Kw = np.tensordot(mu, d.Ks, 1)
     svc = SVC(kernel="precomputed", C=3.0, tol=1e-10).fit(Kw, d.y)
     np.testing.assert_allclose(clf.decision_function(d.Ks), svc.decision_function(Kw), atol=1e-4)
+
+
+def test_alignf_keeps_a_kernel_of_small_norm_and_high_alignment():
+    # drawn by the thorough profile: a flat Gaussian kernel (centered norm far below the others', one scaled by
+    # 1e2) fell under the eigenvalue cutoff of M, and the alignment reached was 1.4e-5 below cvxpy's
+    d = make_problem(n=7, positives=2, kinds=["linear", "linear", "linear", "flat_rbf"],
+                     log10_scales=[0.0, 0.0, 2.0, 0.0],
+                     seed=0)
+    mu = alignf_weights(DenseStack(d.Ks), d.y)
+    best = _alignment(np.tensordot(_cvx_alignf(d.Ks, d.y), d.Ks, 1), d.y)
+    assert _alignment(np.tensordot(mu, d.Ks, 1), d.y) >= best - 1e-7
