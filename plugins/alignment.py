@@ -113,20 +113,29 @@ def alignf_weights(stack: KernelStack, y: np.ndarray) -> np.ndarray:
                          "kernels or another method")
     Mat = centered_gram(stack)
     a = _target_alignments(stack, y)
-    # In units of each centered kernel's norm (v_k = u_k / ||K_k^c||, the same problem): M gets a unit diagonal,
-    # so that a kernel of small norm but high alignment keeps its direction above the eigenvalue cutoff.
+    # The QP as it is, and in units of each centered kernel's norm (v_k = u_k / ||K_k^c||, the same problem with
+    # a unit diagonal of M, where a kernel of small norm but high alignment stays above the eigenvalue cutoff);
+    # near a flat optimum the two exact solves can differ, and the one of larger alignment is kept.
     norm = np.sqrt(np.maximum(np.diag(Mat), 0.0))
     unit = np.where(norm > 0, 1.0 / np.where(norm > 0, norm, 1.0), 0.0)
-    Mat = Mat * np.outer(unit, unit)
-    a = a * unit
+    candidates = [_nnls_alignment(Mat, a), _nnls_alignment(Mat * np.outer(unit, unit), a * unit) * unit]
+
+    def alignment(v: np.ndarray) -> float:
+        quad = float(v @ Mat @ v)
+        return float(v @ a) / np.sqrt(quad) if quad > 0 else -np.inf
+
+    return on_simplex(max(candidates, key=alignment), "alignf")
+
+
+def _nnls_alignment(Mat: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """``argmin_{v >= 0} v'Mv - 2 v'a`` as the least-squares problem ``min ||R v - t||`` with ``M = R'R``."""
     w, V = np.linalg.eigh(Mat)
     keep = w > max(w.max(), 0.0) * len(w) * np.finfo(float).eps
     if not keep.any():
-        raise ValueError("alignf: every centered kernel is 0 (constant kernels carry no information on the labels)")
+        return np.zeros(len(a))
     R = np.sqrt(w[keep])[:, None] * V[:, keep].T
     t = (V[:, keep].T @ a) / np.sqrt(w[keep])
-    u, _ = nnls(R, t, maxiter=50 * len(a))
-    return on_simplex(u * unit, "alignf")
+    return nnls(R, t, maxiter=50 * len(a))[0]
 
 
 class CKASolver(WeightsThenSVM):
