@@ -21,7 +21,7 @@ from cython cimport floating
 from libc.math cimport INFINITY
 from libc.stdlib cimport free, malloc
 
-cdef double TAU = 1e-12  # curvature floor (libsvm's tau): a block with S_cc = 0 is a linear program
+from _common cimport TAU, in_low, in_up  # TAU: a block with S_cc = 0 is a linear program
 
 
 cdef void _block_gradient(const double[:, ::1] F, const double[:, ::1] S, const double[:, ::1] Y,
@@ -35,14 +35,6 @@ cdef void _block_gradient(const double[:, ::1] F, const double[:, ::1] S, const 
         g[i] = Y[i, c] * s - 1.0
 
 
-cdef inline bint _in_up(double y, double a, double C) noexcept nogil:
-    return (y > 0 and a < C) or (y < 0 and a > 0)
-
-
-cdef inline bint _in_low(double y, double a, double C) noexcept nogil:
-    return (y > 0 and a > 0) or (y < 0 and a < C)
-
-
 cdef double _block_gap(const double* g, const double[:, ::1] alpha, const double[:, ::1] Y, Py_ssize_t c,
                        double C) noexcept nogil:
     """``max_{I_up} -y g - min_{I_low} -y g`` (eq. 57); 0 when one side is empty."""
@@ -50,9 +42,9 @@ cdef double _block_gap(const double* g, const double[:, ::1] alpha, const double
     cdef double m_up = -INFINITY, m_low = INFINITY, v
     for i in range(n):
         v = -Y[i, c] * g[i]
-        if _in_up(Y[i, c], alpha[i, c], C) and v > m_up:
+        if in_up(Y[i, c], alpha[i, c], 0.0, C) and v > m_up:
             m_up = v
-        if _in_low(Y[i, c], alpha[i, c], C) and v < m_low:
+        if in_low(Y[i, c], alpha[i, c], 0.0, C) and v < m_low:
             m_low = v
     if m_up == -INFINITY or m_low == INFINITY:
         return 0.0
@@ -72,7 +64,7 @@ cdef long _solve_block(const floating[:, ::1] K, double[:, ::1] alpha, double[:,
         g_max = -INFINITY
         i = -1
         for t in range(n):
-            if _in_up(Y[t, c], alpha[t, c], C):
+            if in_up(Y[t, c], alpha[t, c], 0.0, C):
                 v = -Y[t, c] * g[t]
                 if v >= g_max:
                     g_max = v
@@ -85,7 +77,7 @@ cdef long _solve_block(const floating[:, ::1] K, double[:, ::1] alpha, double[:,
         j = -1
         obj_min = INFINITY
         for t in range(n):
-            if _in_low(Y[t, c], alpha[t, c], C):
+            if in_low(Y[t, c], alpha[t, c], 0.0, C):
                 v = Y[t, c] * g[t]
                 if v >= g_max2:
                     g_max2 = v

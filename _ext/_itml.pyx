@@ -25,19 +25,16 @@ cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from libc.math cimport fabs, sqrt
 
+cimport _common  # MK_DISPATCH
+
 cnp.import_array()
 
 # The two O(h^2) passes of a projection, written in C so that ``omp simd`` can vectorise the float reduction
-# (GCC does not reassociate a float sum on its own), with AVX2/FMA clones chosen at load time.
+# (GCC does not reassociate a float sum on its own), with AVX2/FMA clones chosen at load time (MK_DISPATCH).
 cdef extern from *:
     """
-    #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) && __GNUC__ >= 11) && !defined(__clang__)
-    #define ITML_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
-    #else
-    #define ITML_DISPATCH
-    #endif
     /* u = M v and return v'M v, reading the upper triangle of the row-major h x h matrix M once. */
-    ITML_DISPATCH static double itml_symv_upper(const double *restrict M, const double *restrict v,
+    MK_DISPATCH static double itml_symv_upper(const double *restrict M, const double *restrict v,
                                                 double *restrict u, Py_ssize_t h) {
         for (Py_ssize_t i = 0; i < h; ++i) u[i] = 0.0;
         for (Py_ssize_t i = 0; i < h; ++i) {
@@ -59,7 +56,7 @@ cdef extern from *:
     /* The previous projection's update and this one's product in one pass over the triangle:
        M += c p p' (upper triangle), then u = M v and return v'M v. Each projection then reads and writes M
        once instead of reading it (u = M v) and reading and writing it again (the update). */
-    ITML_DISPATCH static double itml_syr_symv_upper(double *restrict M, const double *restrict p, double c,
+    MK_DISPATCH static double itml_syr_symv_upper(double *restrict M, const double *restrict p, double c,
                                                     const double *restrict v, double *restrict u,
                                                     Py_ssize_t h) {
         for (Py_ssize_t i = 0; i < h; ++i) u[i] = 0.0;
@@ -83,7 +80,7 @@ cdef extern from *:
         return r;
     }
     /* Upper triangle of M += c u u'. */
-    ITML_DISPATCH static void itml_syr_upper(double *restrict M, const double *restrict u, double c,
+    MK_DISPATCH static void itml_syr_upper(double *restrict M, const double *restrict u, double c,
                                              Py_ssize_t h) {
         for (Py_ssize_t i = 0; i < h; ++i) {
             double *restrict row = M + i * h;

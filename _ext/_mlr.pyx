@@ -7,103 +7,49 @@ then ``F[:, k] += K[:, i] * delta_k`` over the labels whose coefficient changed 
 its kernel row: from the dense kernel (float32 or float64, C order; row ``i`` is column ``i`` since the kernel
 is symmetric) or, for a lazy kernel, from the Python callable ``rows(i)`` (an LRU cache of rows).
 
-MLR-L1's step projects ``v = S_i + G_i / K_ii`` on ``{box, sum = 0}``: the root of the piecewise linear
-``sum_k clip(v_k + lam, lo_k, hi_k)`` is found by shrinking a bracket of breakpoints (expected O(m); the numpy
-reference sorts them).  MLR-GL's step is Lemma 2's closed form (O(a b)).
+MLR-L1's step projects ``v = S_i + G_i / K_ii`` on ``{box, sum = 0}`` (``_common.project_box_sum``): the root of
+the piecewise linear ``sum_k clip(v_k + lam, lo_k, hi_k)`` is found by shrinking a bracket of breakpoints
+(expected O(m); the numpy reference sorts them).  MLR-GL's step is Lemma 2's closed form (O(a b)).
 """
 
 from cython cimport floating
-from libc.math cimport INFINITY, NAN, fabs, fmax, fmin, sqrt
+from libc.math cimport NAN, fabs, sqrt
 from libc.stdlib cimport free, malloc
+
+cimport _common  # MK_DISPATCH
+from _common cimport project_box_sum
 
 import numpy as np
 
 
-cdef double _clip(double x, double lo, double hi) noexcept nogil:
-    return lo if x < lo else (hi if x > hi else x)
-
-
-cdef inline double _inside(const double* s, const double* e, Py_ssize_t k, double L, double R) noexcept nogil:
-    """A breakpoint of the undetermined label ``k`` strictly inside ``(L, R)`` (one of the two is)."""
-    return s[k] if s[k] > L else e[k]
-
-
-cdef void _project(const double* v, const double* lo, const double* hi, Py_ssize_t m, double* out,
-                   double* s, double* e, Py_ssize_t* live, double guess) noexcept nogil:
-    """``out = clip(v + lam, lo, hi)`` with ``sum(out) = 0`` (``sum lo < 0 < sum hi``).
-
-    ``phi(lam) = sum_k clip(v_k + lam, lo_k, hi_k)`` is continuous, non-decreasing and piecewise linear with the
-    breakpoints ``s_k = lo_k - v_k <= e_k = hi_k - v_k``.  The root is bracketed by ``(L, R)`` with ``phi(L) < 0 <
-    phi(R)``; a pivot breakpoint inside (median of three) shrinks the bracket.  A label with no breakpoint left
-    inside the bracket contributes a constant (``hi_k`` or ``lo_k``) or ``v_k + lam`` on the whole bracket, so it
-    leaves the list ``live`` for three running sums; when no breakpoint is left inside, ``phi`` is linear on the
-    bracket and the root is its exact zero.  Expected O(m) where sorting the 2m breakpoints (the walk of the numpy
-    reference ``project_balanced_box``) costs O(m log m): the sort was most of MLR-L1's time at
-    many labels.  Each iteration removes at least the pivot from the open bracket: at most 2m iterations.  The root
-    agrees with the reference's to rounding (the same iterates up to that).
-
-    ``guess`` (NaN: none) is the first pivot.  The sweep passes ``-(top + bottom) / (2 K_ii)`` from the block's
-    violation: at a block's optimum every free label has ``G_k = -lam K_ii``, so the root is near it when the
-    block is near its optimum (most updates late in a solve), and one pivot removes most labels (25 % less time
-    at 200 labels than a first median of three).  Any number is a valid first pivot.
+# The update of the scores, in C so that the compiler knows the rows do not overlap (``restrict``) and clones it
+# for AVX2 (MK_DISPATCH).  Without contraction into FMAs: every entry gets the same single product and sum as the
+# numpy reference's axpy, whatever the CPU.
+cdef extern from *:
     """
-    cdef Py_ssize_t k, w, u = m, c
-    cdef double sum_lo = 0.0, sum_hi = 0.0, L = -INFINITY, R = INFINITY
-    cdef double fixed = 0.0, off = 0.0, cnt = 0.0, lam, p, pa, pb, pc, phi
-    for k in range(m):
-        sum_lo += lo[k]
-        sum_hi += hi[k]
-        s[k] = lo[k] - v[k]
-        e[k] = hi[k] - v[k]
-        live[k] = k
-    if sum_lo >= 0.0 or sum_hi <= 0.0:
-        for k in range(m):
-            out[k] = _clip(0.0, lo[k], hi[k])
-        return
-    cdef bint first = guess == guess  # a NaN guess: none
-    while u > 0:
-        if first:
-            p = guess
-            first = False
-        else:
-            pa = _inside(s, e, live[0], L, R)
-            pb = _inside(s, e, live[u // 2], L, R)
-            pc = _inside(s, e, live[u - 1], L, R)
-            p = fmax(fmin(pa, pb), fmin(fmax(pa, pb), pc))  # median of three
-        phi = fixed + cnt * p + off
-        for w in range(u):
-            k = live[w]
-            phi += _clip(v[k] + p, lo[k], hi[k])
-        if phi == 0.0:
-            L = p
-            R = p
-            break
-        if phi > 0.0:
-            R = p
-        else:
-            L = p
-        c = 0
-        for w in range(u):
-            k = live[w]
-            if e[k] <= L:
-                fixed += hi[k]
-            elif s[k] >= R:
-                fixed += lo[k]
-            elif s[k] <= L and e[k] >= R:
-                cnt += 1.0
-                off += v[k]
-            else:
-                live[c] = k
-                c += 1
-        u = c
-    if L == R:
-        lam = L
-    elif cnt > 0.0:
-        lam = fmin(fmax(-(fixed + off) / cnt, L), R)  # rounding cannot leave the bracket
-    else:  # phi constant on the bracket: only rounding gets here
-        lam = R if R < INFINITY else L
-    for k in range(m):
-        out[k] = _clip(v[k] + lam, lo[k], hi[k])
+    #define MK_ADD_OUTER(NAME, T)                                                                           \
+    MK_DISPATCH __attribute__((optimize("fp-contract=off")))                                               \
+    static void NAME(double *restrict F0, double *restrict F1, double *restrict F2, double *restrict F3,   \
+                     const T *restrict col, double d0, double d1, double d2, double d3, int count,          \
+                     Py_ssize_t n) {                                                                        \
+        if (count == 4) {                                                                                   \
+            _Pragma("omp simd")                                                                             \
+            for (Py_ssize_t j = 0; j < n; ++j) {                                                            \
+                const double c = col[j];                                                                    \
+                F0[j] += d0 * c; F1[j] += d1 * c; F2[j] += d2 * c; F3[j] += d3 * c;                         \
+            }                                                                                               \
+        } else {                                                                                            \
+            _Pragma("omp simd")                                                                             \
+            for (Py_ssize_t j = 0; j < n; ++j) F0[j] += d0 * (double)col[j];                                \
+        }                                                                                                   \
+    }
+    MK_ADD_OUTER(mk_add_outer_f32, float)
+    MK_ADD_OUTER(mk_add_outer_f64, double)
+    """
+    void mk_add_outer_f32(double *F0, double *F1, double *F2, double *F3, const float *col, double d0, double d1,
+                          double d2, double d3, int count, Py_ssize_t n) nogil
+    void mk_add_outer_f64(double *F0, double *F1, double *F2, double *F3, const double *col, double d0,
+                          double d1, double d2, double d3, int count, Py_ssize_t n) nogil
 
 
 cdef void _add_outer(double* Ft, Py_ssize_t n, const floating* col, const Py_ssize_t* nz, const double* delta,
@@ -113,34 +59,21 @@ cdef void _add_outer(double* Ft, Py_ssize_t n, const floating* col, const Py_ssi
     Four labels at a time: each kernel value is loaded once for four rows (the update is bound by memory
     traffic); every entry gets the same single product and sum as one axpy per label, so the result is the same.
     """
-    cdef Py_ssize_t j, t = 0
-    cdef double d0, d1, d2, d3, c
-    cdef double* F0
-    cdef double* F1
-    cdef double* F2
-    cdef double* F3
-    while t + 4 <= n_nz:
-        F0 = Ft + nz[t] * n
-        F1 = Ft + nz[t + 1] * n
-        F2 = Ft + nz[t + 2] * n
-        F3 = Ft + nz[t + 3] * n
-        d0 = delta[t]
-        d1 = delta[t + 1]
-        d2 = delta[t + 2]
-        d3 = delta[t + 3]
-        for j in range(n):
-            c = col[j]
-            F0[j] += d0 * c
-            F1[j] += d1 * c
-            F2[j] += d2 * c
-            F3[j] += d3 * c
-        t += 4
+    cdef Py_ssize_t t = 0
+    cdef int count
     while t < n_nz:
-        F0 = Ft + nz[t] * n
-        d0 = delta[t]
-        for j in range(n):
-            F0[j] += d0 * col[j]
-        t += 1
+        count = 4 if t + 4 <= n_nz else 1
+        if floating is float:
+            mk_add_outer_f32(Ft + nz[t] * n, Ft + nz[t + 1] * n if count == 4 else NULL,
+                             Ft + nz[t + 2] * n if count == 4 else NULL, Ft + nz[t + 3] * n if count == 4 else NULL,
+                             col, delta[t], delta[t + 1] if count == 4 else 0.0,
+                             delta[t + 2] if count == 4 else 0.0, delta[t + 3] if count == 4 else 0.0, count, n)
+        else:
+            mk_add_outer_f64(Ft + nz[t] * n, Ft + nz[t + 1] * n if count == 4 else NULL,
+                             Ft + nz[t + 2] * n if count == 4 else NULL, Ft + nz[t + 3] * n if count == 4 else NULL,
+                             col, delta[t], delta[t + 1] if count == 4 else 0.0,
+                             delta[t + 2] if count == 4 else 0.0, delta[t + 3] if count == 4 else 0.0, count, n)
+        t += count
 
 
 cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, double[:, ::1] Ft,
@@ -216,8 +149,8 @@ cdef tuple _sweep(const floating[:, ::1] K, object rows, double[:, ::1] S, doubl
                 # S_i with gradient Ysign_i, and projecting 2 C Ysign_i gives its minimum-norm solution.
                 for r in range(mo):
                     v[r] = 2.0 * C * Y[i, obs[r]] if step_diag[i] > diag[i] else S[i, obs[r]] + G[r] / kii
-                _project(v, lo, hi, mo, new, starts, ends, live,
-                         NAN if step_diag[i] > diag[i] or viol <= 0.0 else -0.5 * (top + bottom) / kii)
+                project_box_sum(v, lo, hi, mo, 0.0, new, starts, ends, live,
+                                NAN if step_diag[i] > diag[i] or viol <= 0.0 else -0.5 * (top + bottom) / kii)
             else:
                 mo = 0
                 a = 0

@@ -34,7 +34,7 @@ from libc.math cimport INFINITY, fabs, isfinite
 from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
-from _signals cimport signal_pending
+from _common cimport TAU, Slots, in_low, in_up, signal_pending, slots_evict, slots_put
 
 import numpy as np
 
@@ -43,7 +43,6 @@ cdef enum:
     ST_LOW = 2       # the variable may move along -c (I_low)
     ST_BOUND = 4     # the variable sits at a bound (its contribution lives in Fbar)
 
-cdef double TAU = 1e-12          # curvature floor for non-positive curvature (libsvm's tau)
 cdef Py_ssize_t CHUNK = 512      # rows of the gradient one thread owns in the parallel loops
 # Below this many multiply-adds a parallel region costs more than it saves: thread wake-up is slow,
 # and very slow on a loaded machine (measured on a shared 2-core machine, where 2 threads made a
@@ -58,13 +57,9 @@ ctypedef struct RowCache:
     Py_ssize_t n
     Py_ssize_t n_slots
     double* data                 # n_slots rows of length n
-    Py_ssize_t* slot_of          # row -> slot, -1 when absent
-    Py_ssize_t* row_of           # slot -> row, -1 when empty
-    unsigned long long* stamp    # last use of each slot (LRU)
-    unsigned long long clock
+    Slots slots                  # which slot holds which row (least recently used evicted first)
     PyObject* owner              # the _Provider (borrowed): _fill(row, slot), _fill_many(rows, slots)
     int error
-    long long n_miss
     # speculative blocks: a miss also computes up to block - 1 uncached rows of the solver's active list
     const Py_ssize_t* act        # the active list (NULL: no speculation)
     const Py_ssize_t* n_act      # its current length
@@ -137,10 +132,10 @@ cdef inline bint _must_stop(Problem* P) noexcept nogil:
 
 cdef inline unsigned char _status(double a, double lo, double up, double c) noexcept nogil:
     cdef unsigned char r = 0
-    if a < up:
-        r |= ST_UP if c > 0 else ST_LOW
-    if a > lo:
-        r |= ST_LOW if c > 0 else ST_UP
+    if in_up(c, a, lo, up):
+        r |= ST_UP
+    if in_low(c, a, lo, up):
+        r |= ST_LOW
     if a <= lo or a >= up:
         r |= ST_BOUND
     return r
@@ -149,27 +144,6 @@ cdef inline unsigned char _status(double a, double lo, double up, double c) noex
 cdef inline double _bound_part(double a, unsigned char st) noexcept nogil:
     # the part of alpha accounted for in Fbar: bound variables only (zero bounds contribute nothing)
     return a if st & ST_BOUND else 0.0
-
-
-cdef Py_ssize_t _cache_evict(RowCache* C) noexcept nogil:
-    """Free the least recently used slot and return it (linear scan; a miss costs a kernel column anyway)."""
-    cdef Py_ssize_t slot = 0, t
-    cdef unsigned long long oldest = C.stamp[0]
-    for t in range(1, C.n_slots):
-        if C.stamp[t] < oldest:
-            oldest = C.stamp[t]
-            slot = t
-    if C.row_of[slot] >= 0:
-        C.slot_of[C.row_of[slot]] = -1
-        C.row_of[slot] = -1
-    C.n_miss += 1
-    return slot
-
-
-cdef inline void _cache_put(RowCache* C, Py_ssize_t i, Py_ssize_t slot) noexcept nogil:
-    C.row_of[slot] = i
-    C.slot_of[i] = slot
-    C.stamp[slot] = C.clock
 
 
 cdef int _cache_speculate(RowCache* C, Py_ssize_t i) noexcept nogil:
@@ -188,32 +162,32 @@ cdef int _cache_speculate(RowCache* C, Py_ssize_t i) noexcept nogil:
         k = C.act[C.cursor]
         C.cursor += 1
         scanned += 1
-        if k != i and C.slot_of[k] < 0:
+        if k != i and C.slots.slot_of[k] < 0:
             C.spec[m] = k
             m += 1
     return _cache_prefetch(C, C.spec, m)
 
 
 cdef const double* _cache_get(RowCache* C, Py_ssize_t i) noexcept nogil:
-    cdef Py_ssize_t slot = C.slot_of[i]
-    C.clock += 1
+    cdef Py_ssize_t slot = C.slots.slot_of[i]
+    C.slots.clock += 1
     if slot >= 0:
-        C.stamp[slot] = C.clock
+        C.slots.stamp[slot] = C.slots.clock
         return C.data + slot * C.n
     if C.act != NULL and C.block >= 2:
         if _cache_speculate(C, i) < 0:
             return NULL
-        slot = C.slot_of[i]
+        slot = C.slots.slot_of[i]
         if slot >= 0:
             return C.data + slot * C.n
-    slot = _cache_evict(C)
+    slot = slots_evict(&C.slots, -1)
     with gil:
         try:
             (<object>C.owner)._fill(i, slot)
         except BaseException:
             C.error = 1
             return NULL
-    _cache_put(C, i, slot)
+    slots_put(&C.slots, i, slot)
     return C.data + slot * C.n
 
 
@@ -227,11 +201,11 @@ cdef int _cache_prefetch(RowCache* C, const Py_ssize_t* idx, Py_ssize_t m) noexc
     """
     cdef Py_ssize_t r, slot, n_missing = 0
     cdef Py_ssize_t* buf
-    C.clock += 1
+    C.slots.clock += 1
     for r in range(m):
-        slot = C.slot_of[idx[r]]
+        slot = C.slots.slot_of[idx[r]]
         if slot >= 0:
-            C.stamp[slot] = C.clock
+            C.slots.stamp[slot] = C.slots.clock
         else:
             n_missing += 1
     if n_missing < 2:
@@ -241,9 +215,9 @@ cdef int _cache_prefetch(RowCache* C, const Py_ssize_t* idx, Py_ssize_t m) noexc
         return -1
     n_missing = 0
     for r in range(m):
-        if C.slot_of[idx[r]] < 0:
-            slot = _cache_evict(C)
-            _cache_put(C, idx[r], slot)
+        if C.slots.slot_of[idx[r]] < 0:
+            slot = slots_evict(&C.slots, -1)
+            slots_put(&C.slots, idx[r], slot)
             buf[n_missing] = idx[r]
             buf[m + n_missing] = slot
             n_missing += 1
@@ -255,8 +229,8 @@ cdef int _cache_prefetch(RowCache* C, const Py_ssize_t* idx, Py_ssize_t m) noexc
             C.error = 1
             for r in range(n_missing):
                 # the slots hold no valid row
-                C.slot_of[buf[r]] = -1
-                C.row_of[buf[m + r]] = -1
+                C.slots.slot_of[buf[r]] = -1
+                C.slots.owner[buf[m + r]] = -1
             free(buf)
             return -1
     free(buf)
@@ -1283,7 +1257,7 @@ cdef class _Provider:
     cdef RowCache cache
     cdef Py_ssize_t[::1] slot_of
     cdef Py_ssize_t[::1] row_of
-    cdef unsigned long long[::1] stamp
+    cdef long long[::1] stamp
     cdef Py_ssize_t[::1] spec
 
     def __init__(self, column, columns, Py_ssize_t n, Py_ssize_t n_slots):
@@ -1296,19 +1270,20 @@ cdef class _Provider:
         data = self.data
         self.slot_of = np.full(n, -1, dtype=np.intp)
         self.row_of = np.full(n_slots, -1, dtype=np.intp)
-        self.stamp = np.zeros(n_slots, dtype=np.uint64)
+        self.stamp = np.zeros(n_slots, dtype=np.int64)
         self.cache.n = n
         self.cache.n_slots = n_slots
         self.cache.data = &data[0, 0]
-        self.cache.slot_of = &self.slot_of[0]
-        self.cache.row_of = &self.row_of[0]
-        self.cache.stamp = &self.stamp[0]
-        self.cache.clock = 0
+        self.cache.slots.n_slots = n_slots
+        self.cache.slots.slot_of = &self.slot_of[0]
+        self.cache.slots.owner = &self.row_of[0]
+        self.cache.slots.stamp = &self.stamp[0]
+        self.cache.slots.clock = 0
+        self.cache.slots.misses = 0
         # borrowed: the cache lives inside this object (a stored bound method would make a reference
         # cycle, and every solve's cache would wait for the cyclic garbage collector)
         self.cache.owner = <PyObject*> self
         self.cache.error = 0
-        self.cache.n_miss = 0
         self.cache.block = min(16, n_slots // 8)
         self.spec = np.empty(max(self.cache.block, 1), dtype=np.intp)
         self.cache.spec = &self.spec[0]
@@ -1333,7 +1308,7 @@ cdef class _Provider:
 
     @property
     def n_miss(self):
-        return self.cache.n_miss
+        return self.cache.slots.misses
 
 
 cdef class QP:

@@ -34,15 +34,9 @@ from cython cimport floating
 from libc.math cimport INFINITY, fabs, pow, sqrt
 from libc.stdlib cimport free, malloc
 
-from _signals cimport signal_pending
+from _common cimport TAU, Slots, in_low, in_up, prefetch, signal_pending, slots_evict, slots_put
 
 import numpy as np
-
-cdef extern from *:
-    """
-    static inline void mk_prefetch(const void *p) { __builtin_prefetch(p, 0, 3); }
-    """
-    void mk_prefetch(const void *p) noexcept nogil
 
 cdef Py_ssize_t PREFETCH_AHEAD = 8      # kernels ahead whose rows a step asks the memory for (see _prefetch_row)
 
@@ -53,11 +47,10 @@ cdef inline void _prefetch_row(const floating* p, Py_ssize_t n) noexcept nogil:
     row's lines are requested PREFETCH_AHEAD kernels before they are used."""
     cdef Py_ssize_t k = 0, step = 64 // sizeof(floating)
     while k < n:
-        mk_prefetch(p + k)
+        prefetch(p + k)
         k += step
 
 
-cdef double TAU = 1e-12                 # curvature floor of the pair selection (libsvm's tau)
 cdef double SIGNAL_WORK = 2e8           # multiply-adds between two checks for Ctrl-C
 cdef double KDIAG_DRIFT = 1e-2          # relative l1 change of theta that makes a step refresh the combined diagonal
 
@@ -215,46 +208,31 @@ def pair_step(double tmax, double[::1] q, double[::1] g, double[::1] h, double r
 ctypedef struct _Rows:
     # Where the rows of every kernel at one index l live: ``base + l * lstride`` (a dense stack) or a slot
     # of the cache (``cached``); the rows of two kernels are ``kstride`` elements apart.
-    Py_ssize_t M, n, kstride, lstride, n_slots
+    Py_ssize_t M, n, kstride, lstride
     int cached
-    Py_ssize_t* slot_of                 # (n,) the slot holding index l, or -1
-    Py_ssize_t* owner                   # (n_slots,) the index a slot holds, or -1
-    long long* stamp                    # (n_slots,) last use, for least-recently-used eviction
-    long long clock, misses
+    Slots slots                         # which slot holds which index (arrays owned by ``fetch``)
     PyObject* fetch                     # fetch(l, slot) -> bool fills the slot (cached mode)
 
 
 cdef floating* _row(floating* base, _Rows* R, Py_ssize_t l, Py_ssize_t pin, int* failed) noexcept nogil:
     """The rows ``K_m[l, :]`` of every kernel (``kstride`` apart); a cache miss evicts the least recently
     used slot other than the one holding ``pin`` and asks ``fetch`` (with the GIL) to fill it."""
-    cdef Py_ssize_t slot, k
-    cdef long long oldest
+    cdef Py_ssize_t slot
     cdef bint ok
     if not R.cached:
         return base + l * R.lstride
-    R.clock += 1
-    slot = R.slot_of[l]
+    R.slots.clock += 1
+    slot = R.slots.slot_of[l]
     if slot < 0:
-        R.misses += 1
-        slot = -1
-        oldest = -1
-        for k in range(R.n_slots):
-            if R.owner[k] >= 0 and R.owner[k] == pin:
-                continue
-            if slot < 0 or R.stamp[k] < oldest:
-                slot = k
-                oldest = R.stamp[k]
-        if R.owner[slot] >= 0:
-            R.slot_of[R.owner[slot]] = -1
-        R.owner[slot] = -1
+        slot = slots_evict(&R.slots, pin)
         with gil:
             ok = bool((<object> R.fetch)(l, slot))
         if not ok:
             failed[0] = 1
             return NULL
-        R.owner[slot] = l
-        R.slot_of[l] = slot
-    R.stamp[slot] = R.clock
+        slots_put(&R.slots, l, slot)
+    else:
+        R.slots.stamp[slot] = R.slots.clock
     return base + slot * R.M * R.n
 
 
@@ -328,19 +306,11 @@ cdef inline Py_ssize_t _unshrink(floating* base, _Rows* R, const double* y, cons
     return nr
 
 
-cdef inline bint _in_up(double y, double a, double C) noexcept nogil:
-    return (y > 0 and a < C) or (y < 0 and a > 0)
-
-
-cdef inline bint _in_low(double y, double a, double C) noexcept nogil:
-    return (y < 0 and a < C) or (y > 0 and a > 0)
-
-
 cdef inline Py_ssize_t _shrinkable(double v, double y, double a, double C, double vmin,
                                    double vmax) noexcept nogil:
     """1 if a variable at a bound satisfies its KKT condition strictly at the extremes ``vmin``, ``vmax``."""
-    if _in_up(y, a, C):
-        return not _in_low(y, a, C) and v < vmin
+    if in_up(y, a, 0.0, C):
+        return not in_low(y, a, 0.0, C) and v < vmin
     return v > vmax
 
 
@@ -404,20 +374,20 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     elif K.shape[0] != M or K.shape[1] != n or K.shape[2] != n:
         raise ValueError("K must have shape (M, n, n)")
     cdef _Rows R
-    R.M, R.n, R.cached, R.clock, R.misses = M, n, cached, 0, 0
+    R.M, R.n, R.cached, R.slots.clock, R.slots.misses = M, n, cached, 0, 0
     R.kstride = n if cached else n * n
     R.lstride = n
-    R.n_slots = K.shape[0] if cached else 0
+    R.slots.n_slots = K.shape[0] if cached else 0
     R.fetch = <PyObject*> fetch
     # The cache's bookkeeping lives in the fetch object, so that its rows serve every call of a fit.
     cdef Py_ssize_t[::1] slot_of = fetch.slot_of if cached else np.full(n, -1, dtype=np.intp)
     cdef Py_ssize_t[::1] owner = fetch.owner if cached else np.full(1, -1, dtype=np.intp)
     cdef long long[::1] stamp = fetch.stamp if cached else np.zeros(1, dtype=np.int64)
     if cached:
-        if slot_of.shape[0] != n or owner.shape[0] != R.n_slots or stamp.shape[0] != R.n_slots:
+        if slot_of.shape[0] != n or owner.shape[0] != R.slots.n_slots or stamp.shape[0] != R.slots.n_slots:
             raise ValueError("the cache's slot_of must have length n, and owner and stamp one entry per slot")
-        R.clock = fetch.clock
-    R.slot_of, R.owner, R.stamp = &slot_of[0], &owner[0], &stamp[0]
+        R.slots.clock = fetch.clock
+    R.slots.slot_of, R.slots.owner, R.slots.stamp = &slot_of[0], &owner[0], &stamp[0]
     cdef double* w = <double*> malloc(M * sizeof(double))
     cdef double* theta = <double*> malloc(M * sizeof(double))
     cdef double* g = <double*> malloc(M * sizeof(double))
@@ -474,10 +444,10 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
             for a in range(na):
                 k = a if na == n else act[a]
                 v = y[k] - F[k]
-                if _in_up(y[k], alpha[k], C[k]) and v > vmax:
+                if in_up(y[k], alpha[k], 0.0, C[k]) and v > vmax:
                     vmax = v
                     i = k
-                if _in_low(y[k], alpha[k], C[k]) and v < vmin:
+                if in_low(y[k], alpha[k], 0.0, C[k]) and v < vmin:
                     vmin = v
             violation = vmax - vmin
             if violation <= eps or i < 0 or (shrinking and not unshrunk and violation <= 10.0 * eps):
@@ -550,7 +520,7 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
             best = INFINITY
             for a in range(na):
                 k = a if na == n else act[a]
-                if not _in_low(y[k], alpha[k], C[k]):
+                if not in_low(y[k], alpha[k], 0.0, C[k]):
                     continue
                 v = y[k] - F[k]
                 b = vmax - v
@@ -688,6 +658,6 @@ def solve(floating[:, :, ::1] K, double[:, ::1] diag, double[::1] y, double[::1]
     free(w); free(theta); free(g); free(h); free(qt); free(wt); free(krow); free(kdiag); free(theta_d)
     free(act); free(rest)
     if cached:
-        fetch.clock = R.clock
-    return (int(it), float(violation), bool(converged), bool(interrupted), int(newton_total), int(R.misses),
+        fetch.clock = R.slots.clock
+    return (int(it), float(violation), bool(converged), bool(interrupted), int(newton_total), int(R.slots.misses),
             bool(failed))

@@ -13,18 +13,13 @@ import numpy as np
 from cython cimport floating
 from cython.parallel cimport prange
 
+cimport _common  # MK_DISPATCH: AVX2 + FMA clones of the hot loops, chosen at load time
+
 # The dot products are written in C so that ``omp simd`` may vectorize their float reductions (GCC does
 # not reassociate a float sum on its own).  The float32 variant widens each element to double first:
 # the stack's storage precision must not become the precision of the sums.
 cdef extern from *:
     """
-    /* AVX2 + FMA clones of the hot loops, chosen at load time on x86-64 CPUs that have them: the
-       portable build targets SSE2, which halves the throughput of these bandwidth-bound loops. */
-    #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) && __GNUC__ >= 11) && !defined(__clang__)
-    #define MK_DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default")))
-    #else
-    #define MK_DISPATCH
-    #endif
     MK_DISPATCH static double mk_dot_f64(const double *k, const double *v, Py_ssize_t n) {
         double s = 0.0;
         #pragma omp simd reduction(+:s)
@@ -638,3 +633,33 @@ def check_square_stack(const floating[:, :, ::1] K, const double[:, ::1] dpos, c
                 mk_check_f64(&K[m, 0, 0], n, &dpos[m, 0], tiny, &maxabs[m], &asym[m], &finite[m],
                              &minor[m, 0], &minor[m, 1], NULL, 0.0, upper)
 
+
+
+def factor_dots(const floating[:, ::1] F, const double[::1] w, const Py_ssize_t[::1] rows, double[::1] out):
+    """``out = sum_{a in rows} w[a] * F[a, :]``: ``F'w`` over the support ``rows`` of ``w``, summed in float64.
+
+    The factored stack's quadratic forms ``||L_m'w||^2`` read its factors once through this, in their storage
+    precision (a float32 factor is not copied to float64 first).
+    """
+    cdef Py_ssize_t R = F.shape[1], count = rows.shape[0], c
+    if R == 0:
+        return
+    if count == 0:
+        for c in range(R):
+            out[c] = 0.0
+        return
+    with nogil:
+        _axpy_indexed(&out[0], &F[0, 0], R, &rows[0], count, &w[0], True, R)
+
+
+def add_upper_symmetric(double[:, ::1] out, const double[::1, :] upper):
+    """``out += U + triu(U, 1)'`` for the upper triangle ``U`` of a symmetric matrix (a BLAS ``syrk`` result,
+    column-major): the whole symmetric matrix added in one pass, without forming it."""
+    cdef Py_ssize_t n = out.shape[0], i, j
+    cdef int nt = _threads(n * n)
+    with nogil:
+        for j in prange(n, schedule="static", num_threads=nt):
+            for i in range(j + 1):
+                out[i, j] += upper[i, j]
+            for i in range(j + 1, n):
+                out[i, j] += upper[j, i]

@@ -87,7 +87,7 @@ def mklpy_worker(folder: str, C: float, repeats: int, gram_iter: int, threads: i
 # --------------------------------------------------------------------------------------------------
 # our side
 # --------------------------------------------------------------------------------------------------
-def prepare(name: str, data_dir: Path, folder: Path) -> tuple[int, int]:
+def prepare(name: str, data_dir: Path, folder: Path, seed: int = 0) -> tuple[int, int]:
     """Write the kernels and labels of ``name`` to ``folder``; returns (n_train, n_kernels)."""
     from sklearn.model_selection import train_test_split
 
@@ -97,7 +97,7 @@ def prepare(name: str, data_dir: Path, folder: Path) -> tuple[int, int]:
     table = np.loadtxt(data_dir / f"{name}.csv", delimiter=",", skiprows=1)
     X, y = table[:, :-1], table[:, -1]
     X = X[:, X.std(axis=0) > 0]
-    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=0.7, random_state=0, stratify=y)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, train_size=0.7, random_state=seed, stratify=y)
     mean, std = Xtr.mean(0), Xtr.std(0)
     Xtr, Xte = (Xtr - mean) / std, (Xte - mean) / std
     ks = KernelSet(get_registry().get("family", "simplemkl")(Xtr.shape[1]), normalize="trace")

@@ -7,7 +7,7 @@ package: interfaces, registry, kernel stack, estimators, configuration, CLI), ``
 """
 
 from multikernel._version import __version__
-from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier
+from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.config.schema import RunConfig, config_from_dict, load_config
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import (
@@ -35,6 +35,7 @@ from multikernel.errors import (
     PluginError,
 )
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.classifier_cv import MKLClassifierCV
 from multikernel.estimators.one_class import MKLOneClass
 from multikernel.estimators.regressor import MKLRegressor
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
@@ -47,6 +48,7 @@ __all__ = [
     "MKLClassifier",
     "MKLRegressor",
     "MKLOneClass",
+    "MKLClassifierCV",
     "ITML",
     "ITML_Supervised",
     "ITMLPlus",
@@ -55,6 +57,8 @@ __all__ = [
     "ITMLS_Supervised",
     "BilinearClassifier",
     "BilinearSVMClassifier",
+    "HMKLClassifier",
+    "CrossModalEmbedding",
     "IOKLSemiSupervisedClassifier",
     "IOKLMultipleInstanceClassifier",
     "IOKLClustering",

@@ -17,11 +17,23 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-import highspy
 import numpy as np
 
+if TYPE_CHECKING:
+    import highspy
+
 __all__ = ["MasterLP"]
+
+
+def _highspy() -> ModuleType:
+    """highspy, imported on first use: loading it costs a first fit ~25 ms that only the cutting-plane solvers
+    need (the registry imports this module with every built-in solver)."""
+    import highspy
+
+    return highspy
 
 _BANNER_LOCK = threading.Lock()
 _banner_done = False
@@ -35,6 +47,7 @@ def _new_highs() -> highspy.Highs:
     runs with file descriptor 1 pointed at /dev/null; HiGHS does not print it again.
     """
     global _banner_done
+    highspy = _highspy()
     with _BANNER_LOCK:
         if _banner_done:
             return highspy.Highs()
@@ -67,7 +80,7 @@ class MasterLP:
         h.setOptionValue("simplex_strategy", 1)
         # The LP is tiny; HiGHS' threads would only wait for the cores the SVM and the stack reads use.
         h.setOptionValue("threads", 1)
-        inf = highspy.kHighsInf
+        inf = _highspy().kHighsInf
         M = n_weights
         empty_i, empty_f = np.zeros(0, dtype=np.int32), np.zeros(0)
         h.addCols(M + 1, np.r_[np.zeros(M), 1.0], np.r_[np.zeros(M), -inf], np.r_[np.full(M, cap), inf],
@@ -81,7 +94,7 @@ class MasterLP:
         row = np.empty(self.n_weights + 1)
         row[:-1] = -0.5 * np.asarray(q, dtype=np.float64)
         row[-1] = -1.0
-        self._h.addRow(-highspy.kHighsInf, -float(L), self.n_weights + 1, self._idx, row)
+        self._h.addRow(-_highspy().kHighsInf, -float(L), self.n_weights + 1, self._idx, row)
         self.n_cuts += 1
 
     def delete_cuts(self, drop: np.ndarray) -> None:
@@ -96,10 +109,10 @@ class MasterLP:
 
         A failed warm solve is retried once from scratch.
         """
-        h = self._h
+        h, optimal = self._h, _highspy().HighsModelStatus.kOptimal
         for _ in range(2):
             h.run()
-            if h.getModelStatus() == highspy.HighsModelStatus.kOptimal:
+            if h.getModelStatus() == optimal:
                 sol = h.getSolution()
                 value = h.getInfo().objective_function_value
                 duals = np.asarray(sol.row_dual, dtype=np.float64)[1:]

@@ -23,48 +23,15 @@ objective, so there is no outer gap to report.
 
 from __future__ import annotations
 
-import attrs
 import numpy as np
 
-from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import InnerCapability, Method, MKLProblem, MKLResult, Regularizer, Solver
-from multikernel.solve.outer import Evaluator, Iterate, OuterSolver, Stalled
+from multikernel.core.interfaces import InnerCapability, Method, MKLProblem, Solver
+from multikernel.plugins._weights_first import FixedWeights, WeightsThenSVM
 from multikernel.solve.smo import solve_qp
 from multikernel.stack.combination import CombinedKernel
 
 __all__ = ["EasyMKLSolver", "FixedWeights", "easymkl_weights"]
-
-
-class FixedWeights(Regularizer):
-    """The single point ``mu = weights``: a fixed combination (the weights EasyMKL chose).
-
-    Not registered: :class:`EasyMKLSolver` uses it to solve the SVM at its weights through the shared outer
-    loop, whose certificate on a single-point domain is the inner solve's own gap.
-    """
-
-    name = "fixed_weights"
-    domain = "point"
-
-    def __init__(self, weights: np.ndarray | None = None) -> None:
-        self.weights = weights
-
-    def check(self, n_kernels: int) -> None:
-        w = np.asarray(self.weights, dtype=np.float64)
-        if w.shape != (n_kernels,) or not (np.isfinite(w).all() and (w >= 0).all() and w.sum() > 0):
-            raise ValueError(f"fixed weights must be {n_kernels} finite non-negative numbers, not all zero")
-
-    def initial(self, n_kernels: int) -> np.ndarray:
-        return np.asarray(self.weights, dtype=np.float64).copy()
-
-    def dual_bound(self, g: np.ndarray) -> float:
-        return float(np.asarray(self.weights, dtype=np.float64) @ g)
-
-    def closed_form_update(self, mu: np.ndarray, q: np.ndarray) -> np.ndarray:
-        return self.initial(len(mu))
-
-    def project(self, v: np.ndarray) -> np.ndarray:
-        return self.initial(len(v))
 
 
 def easymkl_weights(problem: MKLProblem, lam: float, tol: float = 1e-8) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +75,7 @@ def easymkl_weights(problem: MKLProblem, lam: float, tol: float = 1e-8) -> tuple
     return d / d.sum(), gamma
 
 
-class EasyMKLSolver(OuterSolver):
+class EasyMKLSolver(WeightsThenSVM):
     """EasyMKL: the weights from one QP on the sum kernel (:func:`easymkl_weights`), then the loss's SVM
     on the combined kernel, solved until its own certified gap meets ``tol``.
 
@@ -121,8 +88,6 @@ class EasyMKLSolver(OuterSolver):
     """
 
     name = "easymkl"
-    requires = frozenset({Capability.SIMPLEX})
-    requires_inner = frozenset({InnerCapability.LABELLED_BLOCKS})
     replaces_objective = "weights from one QP (the margin between the class hulls), then one SVM"
 
     def __init__(self, lam: float = 0.1, qp_tol: float = 1e-8) -> None:
@@ -135,18 +100,8 @@ class EasyMKLSolver(OuterSolver):
         if not (isinstance(self.qp_tol, int | float | np.floating) and self.qp_tol > 0):
             raise ValueError(f"qp_tol must be positive; got {self.qp_tol!r}")
 
-    def solve(self, problem: MKLProblem) -> MKLResult:
-        self.check_parts(problem)
-        self.check(problem)
-        weights, _ = easymkl_weights(problem, float(self.lam), float(self.qp_tol))
-        # The SVM at these weights through the shared loop: a single-point domain takes no step and
-        # certifies with the inner gap (no quadratic forms), refining the inner solve until it meets tol.
-        # (A warm start keeps its alpha; its weights are projected onto the point, i.e. replaced.)
-        # (FixedWeights offers none of the capabilities the problem's regularizer was checked for: no check.)
-        return self._run(attrs.evolve(problem, regularizer=FixedWeights(weights)))
-
-    def step(self, evaluate: Evaluator, it: Iterate) -> Iterate | Stalled:  # pragma: no cover - never called
-        return Stalled("the weights are fixed")
+    def weights(self, problem: MKLProblem) -> tuple[np.ndarray, int]:
+        return easymkl_weights(problem, float(self.lam), float(self.qp_tol))[0], 0
 
 
 EASYMKL = Method(

@@ -75,7 +75,7 @@ from sklearn.utils import check_random_state
 from multikernel.core.capabilities import Capability
 from multikernel.core.hookspecs import hookimpl
 from multikernel.core.interfaces import InnerCapability, InnerProblem, Method, MKLProblem, MKLResult, Solver
-from multikernel.solve.outer import Evaluator, OuterLoop, start_point
+from multikernel.solve.outer import Evaluator, OuterLoop, certified_forms, start_point
 
 __all__ = ["MLMKLSA"]
 
@@ -261,7 +261,8 @@ class MLMKLSA(Solver):
                         total += eta
                 rounds += 1
                 if seen.all():  # weak duality with the last alpha of every block: q_m(alpha) needs no solve
-                    loop.lower = max(loop.lower, float(linear.sum() - reg.dual_bound(0.5 * forms.sum(axis=0))))
+                    q_all = certified_forms(problem, coefs, forms.sum(axis=0))
+                    loop.lower = max(loop.lower, float(linear.sum() - reg.dual_bound(0.5 * q_all)))
                 if total > 0:
                     mu = average / total
                     mu /= mu.sum()
@@ -303,6 +304,7 @@ class MLMKLSA(Solver):
             alpha_bar, coef_bar = averaged
             lower = sum(block.linear_term(alpha_bar[t]) for t, block in enumerate(blocks))
             q_bar = np.sum([problem.stack.quad_forms(c) for c in coef_bar], axis=0)
+            q_bar = certified_forms(problem, coef_bar, q_bar)
             loop.lower = max(loop.lower, float(lower - problem.regularizer.dual_bound(0.5 * q_bar)))
         return loop.record(mu, sol, forms.sum(axis=0))
 

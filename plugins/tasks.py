@@ -35,6 +35,7 @@ from multikernel.core.tasks import TaskEstimator
 from multikernel.core.validation import check_class_labels, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.classifier_cv import MKLClassifierCV
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
@@ -200,6 +201,8 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            n_clusters=2, affinity="nearest_neighbors", random_state=0),
     # classification of feature vectors with several kernels (the MKL methods by their method name, hMKL)
     _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method).", ""),
+    _entry("mkl_cv", "classification", MKLClassifierCV, "MKLClassifierCV: an MKL method preset with C chosen by "
+           "cross-validation along a warm-started path (parameters Cs, cv).", ""),
     _entry("hmkl", "classification", HMKLClassifier, "Heterogeneous MKL: a trace-norm learnt kernel over the "
            "products of the base kernels.", "Kobayashi, Low-rank bilinear classification: efficient convex "
            "optimization and extensions, IJCV 2014, section 4"),

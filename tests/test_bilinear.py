@@ -116,7 +116,7 @@ def test_rank_recovery_on_the_toy_set():
     ours = BilinearClassifier(C=0.1, tol=1e-3).fit(X, y)
     svm = BilinearSVMClassifier(C=0.1).fit(X, y)
     assert ours.rank_[0] <= 2 < svm.rank_[0]
-    assert ours.duality_gap_[0] <= 1e-3
+    assert ours.dual_gap_[0] <= 1e-3
 
 
 def test_low_rank_decision_equals_full_W():
@@ -239,7 +239,7 @@ def test_bad_X(X, match):
 
 def test_bad_y_and_predict_shape():
     X, y = _problem(37, 20, 4, 3)
-    with pytest.raises(ValueError, match="single class"):
+    with pytest.raises(ValueError, match="one class"):
         BilinearClassifier().fit(X, np.ones(20))
     with pytest.raises(ValueError, match="one label per sample"):
         BilinearClassifier().fit(X, y[:5])

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sklearn.preprocessing import KernelCenterer
 
 from multikernel.bilinear import CrossModalEmbedding
 from multikernel.bilinear.crossmodal import _one_vs_rest, cmc_curve, retrieval_ranks, solve_block_smo
@@ -115,8 +116,8 @@ def test_embedding_and_retrieval():
     assert za.shape == (60, est.n_components_) and zb.shape == (45, est.n_components_)
     # distances in the common space depend on S only: (a - a')' S (a - a') with a = A' k(x)
     S = est.sigma_
-    Ka = est.centerers_[0].transform(Xa @ Xa.T)
-    Aa = est.components_a_ @ np.linalg.pinv(est._class_weights)  # A^[a] on the range of W_w
+    Ka = KernelCenterer().fit(Xa @ Xa.T).transform(Xa @ Xa.T)  # the centring fit applies, by scikit-learn
+    Aa = est.components_a_ @ np.linalg.pinv(est.class_factors_)  # A^[a] on the range of W_w
     a = Ka @ Aa
     d = a[0] - a[1]
     assert np.sum((za[0] - za[1]) ** 2) == pytest.approx(d @ S @ d, rel=1e-8)
@@ -136,7 +137,7 @@ def test_different_kernels_and_builders():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the stall safeguard may end the fit before the gap reaches tol
         est.fit(Xa, ya, Xb, yb)
-    assert est.duality_gap_ < 0.05
+    assert est.dual_gap_ < 0.05
     assert est.transform(Xb[:3], "b").shape == (3, est.n_components_)
 
 
@@ -153,5 +154,7 @@ def test_bad_input():
         est.transform(Xa, "c")
     with pytest.raises(ValueError, match="features"):
         est.transform(Xa[:, :2], "a")
-    with pytest.raises(TypeError, match="kernel_a must be a kernel name"):
+    with pytest.raises(ValueError, match="kernel_a must be a registered kernel name or instance; got 3"):
         CrossModalEmbedding(kernel_a=3).fit(Xa, ya, Xb, yb)
+    with pytest.raises(ValueError, match="mixes labels of different types"):
+        CrossModalEmbedding().fit(Xa, np.array([1, "x"] * 12, dtype=object), Xb, yb)

@@ -152,7 +152,7 @@ def test_bad_input():
     Ks = np.stack([v @ v.T for v in views])
     with pytest.raises(ValueError, match="transformation must be one of"):
         HMKLClassifier(kernels="precomputed", transformation="sum").fit(Ks, y)
-    with pytest.raises(ValueError, match="only one class"):
+    with pytest.raises(ValueError, match=r"y has one class \(1.0\); a classifier needs at least two"):
         HMKLClassifier(kernels="precomputed").fit(Ks, np.ones(18))
     with pytest.raises(ValueError, match="requires y"):
         HMKLClassifier(kernels="precomputed").fit(Ks, None)

@@ -217,7 +217,7 @@ def test_bad_priors_and_parameters(blobs):
         ITML_Supervised(prior=np.diag([1.0, 1.0, 0.0, 1.0])).fit(X, y)
     with pytest.raises(ValueError, match=r"shape \(4, 4\)"):
         ITML_Supervised(prior=np.eye(3)).fit(X, y)
-    with pytest.raises(ValueError, match="prior must be 'identity', 'covariance'"):
+    with pytest.raises(ValueError, match="prior must be one of 'identity', 'covariance' or an array; got 'random'"):
         ITML_Supervised(prior="random").fit(X, y)
     for bad in [0.0, -1.0, np.inf, "1"]:
         with pytest.raises(ValueError, match="gamma must be a positive finite number"):

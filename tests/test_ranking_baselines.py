@@ -67,7 +67,7 @@ def test_one_vs_rest_unknown_constant_labels_and_several_kernels(data):
     svc = SVC(kernel="precomputed").fit(_rbf(X[10:], X[10:]), Y[10:, 0])
     np.testing.assert_allclose(est.decision_function(Xt)[:, 0], svc.decision_function(_rbf(Xt, X[10:])),
                                atol=1e-8)
-    assert est.estimators_[3] is None and np.all(est.decision_function(Xt)[:, 3] == -1.0)
+    assert est.constant_[3] == -1.0 and np.all(est.decision_function(Xt)[:, 3] == -1.0)
     builders = [create("kernel", "rbf", gamma=g) for g in (0.1, 1.0)]
     avg = OneVsRestRanker(kernels=builders, normalize="none").fit(X, Y)
     pre = OneVsRestRanker(kernels="precomputed").fit(0.5 * (_rbf(X, X, 0.1) + _rbf(X, X, 1.0)), Y)
@@ -83,5 +83,5 @@ def test_bad_inputs(data):
         MLkNN(k=60).fit(X, Y)
     with pytest.raises(ValueError, match="only 0"):
         OneVsRestRanker().fit(X, 3 * Y)
-    with pytest.raises(ValueError, match="requires Y"):
+    with pytest.raises(ValueError, match="requires y"):
         MLkNN().fit(X, None)

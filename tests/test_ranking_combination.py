@@ -55,7 +55,7 @@ def test_mk_mlr_on_a_lazy_stack_never_forms_the_combined_kernel(monkeypatch):
     thresholds' training scores and the predictions are products by row blocks: no (n, n) combination."""
     X, Y = _data()
     n = len(X)
-    kwargs = dict(kernels=_builders(), C=1.0, tol=1e-6, mkl_tol=1e-4, random_state=0)
+    kwargs = dict(kernels=_builders(), C=1.0, inner_tol=1e-6, tol=1e-4, random_state=0)
     dense = MultiLabelRanker(kernel_backend="dense", **kwargs).fit(X, Y)
     shapes = []
     original = LazyStack.combine
@@ -85,7 +85,7 @@ def test_mk_mlr_thresholds_use_the_leave_one_out_scores_of_the_learnt_kernel():
     X, Y = _data(seed=4)
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)
     Ks = np.array([np.exp(-sq / sq.mean()), X @ X.T / 4.0, np.exp(-4.0 * sq / sq.mean())])
-    est = MultiLabelRanker(kernels="precomputed", C=1.0, tol=1e-6, mkl_tol=1e-4).fit(Ks, Y)
+    est = MultiLabelRanker(kernels="precomputed", C=1.0, inner_tol=1e-6, tol=1e-4).fit(Ks, Y)
     assert len(est.weights_) == 3
     K = np.tensordot(est.weights_, Ks, axes=1)
     scores = K @ est.coef_ - np.diagonal(K)[:, None] * est.coef_
@@ -100,7 +100,7 @@ def test_average_kernel_mlr_on_a_lazy_stack_equals_the_dense_fit(method, monkeyp
     """Fixed (uniform) weights on a lazy stack: the solve reads the stack's own column provider, never an
     (n, n) combination."""
     X, Y = _data(seed=3)
-    kwargs = dict(kernels=_builders(), C=1.0, tol=1e-8, regularizer="uniform", method=method)
+    kwargs = dict(kernels=_builders(), C=1.0, inner_tol=1e-8, regularizer="uniform", method=method)
     dense = MultiLabelRanker(kernel_backend="dense", **kwargs).fit(X, Y)
     original = LazyStack.combine
 

@@ -673,6 +673,8 @@ class TestWouldHaveCaughtTheSMOStall:
     @example(qp=(make_problem(n=18, positives=10, kinds=["flat_rbf", "low_rank", "low_rank"],
                               log10_scales=[0.10144880164440995, 2.3338839481160782, -0.7994931994342314],
                               C=1125.8879184046416, seed=1860094807), [], "nobias", 1e-9))
+    @example(qp=(make_problem(n=38, positives=11, kinds=["linear", "low_rank", "flat_rbf"], copies=[0, 0, 0],
+                              log10_scales=[3.0, 0.0, -2.0], C=1e4, seed=5904592), [], "bias", 1e-9))
     def test_reaches_a_tight_relative_tolerance_at_the_optimum(self, qp):
         pr, dup, mode, rtol = qp
         idx = np.r_[np.arange(len(pr.y)), np.asarray(dup, dtype=int)]
@@ -725,3 +727,24 @@ def test_stall_polish_reads_the_face_from_a_column_provider():
     assert dense.converged and lazy.converged and lazy.stats["polish_steps"] >= 1
     assert lazy.kkt_violation <= 1e-9
     assert lazy.objective == pytest.approx(dense.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("mu", [[0.05, 0.19, 0.40, 0.21, 0.0, 0.15], [0.1, 0.3, 0.1, 0.3, 0.1, 0.1]])
+def test_polish_walks_across_faces_at_large_C_on_a_triplicated_scaled_kernel(mu):
+    # The structure a warm-started sm1mkl walk drew: a linear kernel scaled by 1e3 and three exact copies of it
+    # beside a low-rank one and one scaled by 1e-2 (combined: rank 5, eigenvalues 5e-8 ... 9e3), C = 1e4.  SMO
+    # crawled from face to face: every polish of one face helped, the next stall came 10^4 steps later, and after
+    # 20 polishes the solve ran to max_iter at a violation of 0.1 for tol 1e-4.  The polish now releases, at each
+    # face optimum, the bound variable that violates its KKT condition most (an active-set method).
+    pr = make_problem(n=38, positives=11, kinds=["linear", "low_rank", "flat_rbf"], copies=[0, 0, 0],
+                      log10_scales=[3.0, 0.0, -2.0], seed=5904592)
+    K, y, C = np.tensordot(np.asarray(mu), pr.Ks, 1), pr.y, 1e4
+    kw = {"p": -np.ones(len(y)), "lower": 0.0, "upper": C, "y_sum": 0.0}
+    tol = 1e-11 * C * float(np.diag(K).max())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = solve_qp(K, y, tol=tol, max_iter=1_000_000, **kw)
+    assert res.converged and res.kkt_violation <= tol and res.stats["polish_steps"] >= 1
+    _assert_feasible(res.alpha, 0.0, C, y, 0.0)
+    ref, precision = _clarabel_value((y[:, None] * y[None, :]) * K, kw, y)
+    assert abs(res.objective - ref) <= 1e-7 * abs(ref) + 10.0 * precision, (res.objective, ref)

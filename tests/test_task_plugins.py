@@ -250,7 +250,7 @@ BAD = [
     ("params = { k = 5 }", "params = { C = 5 }", "estimators[2].params.C", "'C' is not a parameter of the "
      "estimator 'mlknn'; its parameters: k, s, metric"),
     ("grid = { C = [0.1, 1.0] }", "grid = { C = [0.1, -1.0] }", "estimators[0].grid.C[1]",
-     "estimator 'mlr_l1' refuses C=-1.0: C must be a positive"),
+     "estimator 'mlr_l1' refuses C=-1.0: MultiLabelRanker: C must be a positive"),
     ("params = { k = 5 }", "params = { k = 0 }", "estimators[2].params", "estimator 'mlknn' refuses its parameters"),
     ('source = "ranking.csv"', 'source = "iris"', "datasets[0].source",
      "a multilabel_ranking task needs a label matrix"),

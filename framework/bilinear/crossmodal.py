@@ -18,25 +18,34 @@ dimension ``rank(S)``, found by the optimisation (at most ``w``); retrieval acro
 
 from __future__ import annotations
 
-import numbers
 import time
 import warnings
+from typing import ClassVar
 
 import attrs
 import numpy as np
-from sklearn.base import BaseEstimator, clone
+from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import pairwise_distances
-from sklearn.preprocessing import KernelCenterer
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_array, check_is_fitted
+from sklearn.utils.validation import check_array
 
 from multikernel._ext import _crossmodal
 from multikernel._threads import blas_for
-from multikernel.bilinear.solver import best_bias, minimize_psd, psd_factor, trace_norm_from_gtg
+from multikernel.bilinear.solver import PSDResult, best_bias, minimize_psd, psd_factor, trace_norm_from_gtg
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
-from multikernel.core.validation import check_positive_real
+from multikernel.core.validation import (
+    Boolean,
+    Constraint,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Plugin,
+    Real,
+    check_class_labels,
+    shown,
+)
+from multikernel.estimators.base import FittedSpec, MultikernelEstimator
 
 __all__ = ["CrossModalEmbedding", "solve_block_smo", "retrieval_ranks", "cmc_curve"]
 
@@ -163,13 +172,16 @@ def _builder(kernel: object, params: dict | None, name: str) -> KernelBuilder:
             raise ValueError(f"{name}_params applies to a kernel given by name; set the parameters on the "
                              f"{type(kernel).__name__} instance instead")
         return clone(kernel)
-    if isinstance(kernel, str):
-        return get_registry().get("kernel", kernel)(**(params or {}))
-    raise TypeError(f"{name} must be a kernel name (for example 'linear' or 'rbf') or a KernelBuilder; "
-                    f"got {type(kernel).__name__}")
+    return get_registry().get("kernel", kernel)(**(params or {}))  # a registered name (the constraints say)
 
 
-class CrossModalEmbedding(BaseEstimator):
+def _center(K: np.ndarray, column_means: np.ndarray) -> np.ndarray:
+    """``K`` (rows: samples, columns: training samples) centred in the training samples' feature space, as
+    scikit-learn's ``KernelCenterer`` fitted on the training kernel (``column_means``: its column means)."""
+    return K - column_means[None, :] - K.mean(axis=1, keepdims=True) + column_means.mean()
+
+
+class CrossModalEmbedding(MultikernelEstimator):
     """Common space of two modalities by the trace-norm bilinear model (Kobayashi, IJCV 2014, section 5.2).
 
     ``fit(Xa, ya, Xb, yb)`` takes two modalities with their own samples (their counts may differ) and kernels,
@@ -192,11 +204,14 @@ class CrossModalEmbedding(BaseEstimator):
     tol : float, default=1e-3
         Certified relative duality gap at which the fit stops.
     max_iter : int, default=300
-        Maximal projected-gradient steps.
+        Maximal projected-gradient steps (0: the start ``S = I``).
     inner_tol : float, default=1e-4
         Initial KKT tolerance of the block SMO (tightened automatically when it blocks descent).
     rank_tol : float, default=1e-6
         Eigenvalues of ``S`` at most ``rank_tol * max`` are dropped (they define ``n_components_``).
+    verbose : int, default=0
+        ``>= 1`` shows the projected-gradient steps with their certified gap.  Ctrl-C ends the fit with the last
+        accepted iterate and a ``FitInterruptedWarning``.
 
     Attributes
     ----------
@@ -205,16 +220,57 @@ class CrossModalEmbedding(BaseEstimator):
     n_components_ : int
     components_a_, components_b_ : ndarray of shape (n_a, r) and (n_b, r)
         ``A^[m] W_w``: the embedding of ``x`` is ``k^[m](x) @ components``.
+    class_factors_ : ndarray of shape (w, r)
+        ``W_w``: class ``c`` scores ``class_factors_[c] @ z + b_c`` at a point ``z`` of the common space.
     intercept_a_, intercept_b_ : ndarray of shape (w,)
         Per-class biases of each modality's classifier.
-    duality_gap_, n_iter_ : float, int
+    builders_ : list of KernelBuilder
+        The fitted kernel of each modality.
+    column_means_ : list of ndarray
+        Per modality, the column means of its training kernel (what centring subtracts; empty without
+        ``center``).
+    dual_gap_ : float
+        Certified relative duality gap.
+    objective_ : float
+        The primal objective (an upper bound of the optimum).
+    n_iter_ : int
     fit_info_ : dict
         ``primal``, ``dual``, ``history``, ``timings``.
     """
 
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "kernel_a": [Plugin("kernel")],
+        "kernel_b": [Plugin("kernel")],
+        "kernel_a_params": [InstanceOf(dict, label="a dict"), NoneValue()],
+        "kernel_b_params": [InstanceOf(dict, label="a dict"), NoneValue()],
+        "center": [Boolean()],
+        "C": [Real(low=0)],
+        "tol": [Real(low=0)],
+        "max_iter": [Integer(low=0)],
+        "inner_tol": [Real(low=0)],
+        "rank_tol": [Real(low=0)],
+        "verbose": [Integer(low=0)],
+    }
+    _fitted_schema: ClassVar[dict[str, FittedSpec] | None] = {
+        "classes_": FittedSpec("labels", (1,)),
+        "sigma_": FittedSpec("real", (2,)),
+        "n_components_": FittedSpec("int", (0,)),
+        "components_a_": FittedSpec("real", (2,)),
+        "components_b_": FittedSpec("real", (2,)),
+        "class_factors_": FittedSpec("real", (2,)),
+        "intercept_a_": FittedSpec("real", (1,)),
+        "intercept_b_": FittedSpec("real", (1,)),
+        "builders_": FittedSpec("any"),
+        "column_means_": FittedSpec("any"),
+        "dual_gap_": FittedSpec("real", (0,)),
+        "objective_": FittedSpec("real", (0,)),
+        "n_iter_": FittedSpec("int", (0,)),
+        "fit_info_": FittedSpec("any"),
+    }
+
     def __init__(self, kernel_a: object = "linear", kernel_b: object = "linear", kernel_a_params: dict | None = None,
                  kernel_b_params: dict | None = None, center: bool = True, C: float = 1.0, *, tol: float = 1e-3,
-                 max_iter: int = 300, inner_tol: float = 1e-4, rank_tol: float = 1e-6) -> None:
+                 max_iter: int = 300, inner_tol: float = 1e-4, rank_tol: float = 1e-6, verbose: int = 0) -> None:
         self.kernel_a = kernel_a
         self.kernel_b = kernel_b
         self.kernel_a_params = kernel_a_params
@@ -225,78 +281,105 @@ class CrossModalEmbedding(BaseEstimator):
         self.max_iter = max_iter
         self.inner_tol = inner_tol
         self.rank_tol = rank_tol
+        self.verbose = verbose
 
     def _check_modality(self, X: object, y: object, name: str) -> tuple[np.ndarray, np.ndarray]:
         X = check_array(X, dtype=np.float64, input_name=f"X{name}")
-        y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != X.shape[0]:
-            raise ValueError(f"y{name} must be 1-D with one label per sample of X{name} ({X.shape[0]}); "
-                             f"got shape {y.shape}")
-        check_classification_targets(y)
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y{name} to be passed, but it is None")
+        y = check_class_labels(y, what=f"y{name}")
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y{name} must hold one label per sample of X{name} ({X.shape[0]}); got {y.shape[0]}")
         return X, y
 
     def fit(self, Xa: object, ya: object, Xb: object, yb: object) -> CrossModalEmbedding:
-        """Learn the common space from modality ``a`` (``Xa``, ``ya``) and modality ``b`` (``Xb``, ``yb``)."""
-        for name in ("C", "tol", "inner_tol", "rank_tol"):
-            check_positive_real(name, getattr(self, name))
-        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 0):
-            raise ValueError(f"max_iter must be a non-negative integer; got {self.max_iter!r}")
+        """Learn the common space from modality ``a`` (``Xa``, ``ya``) and modality ``b`` (``Xb``, ``yb``).
+
+        Parameters
+        ----------
+        Xa : array-like of shape (n_a, n_features_a)
+        ya : array-like of shape (n_a,)
+        Xb : array-like of shape (n_b, n_features_b)
+        yb : array-like of shape (n_b,)
+            Class labels of the same classes as ``ya``.
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__} iterations") as progress:
+            self._fit(progress, Xa, ya, Xb, yb)
+        return self
+
+    def _fit(self, progress, Xa, ya, Xb, yb) -> None:
         Xa, ya = self._check_modality(Xa, ya, "a")
         Xb, yb = self._check_modality(Xb, yb, "b")
         ca, cb = np.unique(ya), np.unique(yb)
         if ca.shape != cb.shape or not np.array_equal(ca, cb):
-            only_a = sorted(set(ca.tolist()) - set(cb.tolist()))
-            only_b = sorted(set(cb.tolist()) - set(ca.tolist()))
+            only_a = sorted(shown(v) for v in set(ca.tolist()) - set(cb.tolist()))
+            only_b = sorted(shown(v) for v in set(cb.tolist()) - set(ca.tolist()))
             raise ValueError(f"the two modalities must be labelled with the same classes (one shared column "
                              f"factor per class); classes only in ya: {only_a}, only in yb: {only_b}. Drop those "
                              f"samples or relabel them")
         if ca.size < 2:
-            raise ValueError(f"the modalities have a single class {ca[0]!r}; the common space needs at least two")
+            raise ValueError(f"the modalities have a single class {shown(ca[0])!r}; the common space needs at least "
+                             f"two")
         self.classes_ = ca
         w = ca.size
-        kernels, Ys = [], []
-        self.builders_, self.centerers_ = [], []
+        kernels, Ys, builders, means = [], [], [], []
         for X, y, kernel, params, name in ((Xa, ya, self.kernel_a, self.kernel_a_params, "kernel_a"),
                                            (Xb, yb, self.kernel_b, self.kernel_b_params, "kernel_b")):
             builder = _builder(kernel, params, name)
             K = np.asarray(builder.fit_transform(X), dtype=np.float64)
-            centerer = KernelCenterer().fit(K) if self.center else None
-            if centerer is not None:
-                K = centerer.transform(K)
+            if not np.isfinite(K).all():
+                raise ValueError(f"the {name} kernel has NaN or infinite entries (features too large for it?); "
+                                 f"rescale X{name[-1]}")
+            column_means = K.mean(axis=0) if self.center else np.zeros(0)
+            if self.center:
+                K = _center(K, column_means)
             K = np.ascontiguousarray((K + K.T) / 2)  # the block SMO reads row i as column i
             kernels.append(K)
             Ys.append(_one_vs_rest(np.searchsorted(ca, y), w))
-            self.builders_.append(builder)
-            self.centerers_.append(centerer)
+            builders.append(builder)
+            means.append(column_means)
+        self.builders_, self.column_means_ = builders, means
         prob = _CrossModalProblem(kernels, Ys, float(self.C), float(self.inner_tol))
-        res = minimize_psd(prob, np.eye(w), tol=self.tol, max_iter=self.max_iter)
+
+        def on_step(res: PSDResult) -> None:
+            biases = [b.copy() for b in prob.biases]  # certify set them for this iterate
+            progress.update(gap=res.gap, keep=lambda: self._store(res, Ys, biases, prob.timings))
+
+        res = minimize_psd(prob, np.eye(w), tol=self.tol, max_iter=self.max_iter, callback=on_step)
         if not res.converged and self.max_iter > 0:
             warnings.warn(f"the cross-modal fit stopped after {res.n_iter} steps with a certified relative gap "
                           f"{res.gap:.2e} > tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning,
-                          stacklevel=2)
+                          stacklevel=4)
+        self._store(res, Ys, prob.biases, prob.timings)
+
+    def _store(self, res: PSDResult, Ys: list, biases: list, timings: dict) -> None:
         self.sigma_ = res.sigma
         V, lam = psd_factor(res.sigma, self.rank_tol)
         Ww = V * np.sqrt(lam)  # (w, r), eq. (17)
         self.n_components_ = int(lam.size)
         self.components_a_, self.components_b_ = ((Y * alpha) @ Ww for Y, alpha in zip(Ys, res.sub.alpha,
                                                                                           strict=True))
-        self.intercept_a_, self.intercept_b_ = prob.biases
-        self.duality_gap_ = res.gap
-        self.n_iter_ = res.n_iter
-        self.fit_info_ = dict(primal=res.primal, dual=res.dual, history=res.history, timings=prob.timings,
+        self.intercept_a_, self.intercept_b_ = biases
+        self.class_factors_ = Ww
+        self.dual_gap_ = float(res.gap)
+        self.objective_ = float(res.primal)
+        self.n_iter_ = int(res.n_iter)
+        self.fit_info_ = dict(primal=res.primal, dual=res.dual, history=res.history, timings=dict(timings),
                               converged=res.converged)
-        self._class_weights = Ww
-        return self
 
     def _kernel(self, X: object, modality: str) -> tuple[np.ndarray, int]:
-        check_is_fitted(self)
+        self._check_fitted()
         if modality not in ("a", "b"):
             raise ValueError(f"modality must be 'a' or 'b'; got {modality!r}")
         m = 0 if modality == "a" else 1
         X = check_array(X, dtype=np.float64, input_name=f"X{modality}")
         K = np.asarray(self.builders_[m].transform(X), dtype=np.float64)
-        if self.centerers_[m] is not None:
-            K = self.centerers_[m].transform(K)
+        if self.center:
+            K = _center(K, self.column_means_[m])
         return K, m
 
     def transform(self, X: object, modality: str = "a") -> np.ndarray:
@@ -307,11 +390,33 @@ class CrossModalEmbedding(BaseEstimator):
     def decision_function(self, X: object, modality: str = "a") -> np.ndarray:
         """One-vs-rest class scores ``w_c' z(x) + b_c^[m]`` (eq. 46), shape (n, n_classes)."""
         z = self.transform(X, modality)
-        return z @ self._class_weights.T + (self.intercept_a_ if modality == "a" else self.intercept_b_)
+        return z @ self.class_factors_.T + (self.intercept_a_ if modality == "a" else self.intercept_b_)
 
     def predict(self, X: object, modality: str = "a") -> np.ndarray:
         """The class with the largest score (eq. 45)."""
-        return self.classes_[np.argmax(self.decision_function(X, modality), axis=1)]
+        scores = self.decision_function(X, modality)
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def _check_loaded(self) -> None:
+        w, r = len(self.classes_), self.n_components_
+        if self.sigma_.shape != (w, w) or self.class_factors_.shape != (w, r) or \
+                self.components_a_.shape[1] != r or self.components_b_.shape[1] != r or \
+                self.intercept_a_.shape != (w,) or self.intercept_b_.shape != (w,):
+            raise ValueError(f"a common space of dimension {r} for {w} classes with factors of shapes "
+                             f"{self.class_factors_.shape}, {self.components_a_.shape}, {self.components_b_.shape}")
+        if not (isinstance(self.builders_, list) and len(self.builders_) == 2 and
+                all(isinstance(b, KernelBuilder) for b in self.builders_)):
+            raise ValueError("a cross-modal model without the kernel of each modality")
+        sizes = (self.components_a_.shape[0], self.components_b_.shape[0])
+        if not (isinstance(self.column_means_, list) and len(self.column_means_) == 2 and all(
+                np.shape(c) == ((n,) if self.center else (0,)) for c, n in zip(self.column_means_, sizes,
+                                                                                 strict=True))):
+            raise ValueError("kernel centring that does not match the training samples of each modality")
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # fit(Xa, ya, Xb, yb): two modalities, each with its labels
+        return tags
 
 
 def retrieval_ranks(probe: np.ndarray, probe_labels: np.ndarray, gallery: np.ndarray,

@@ -27,21 +27,19 @@ A test sample scores ``sum_c beta_c' k_c(x) + b`` with ``beta_c = B_c' (G S)_{:,
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.preprocessing import LabelEncoder
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from multikernel._threads import blas_for
-from multikernel.bilinear.estimators import OneVsRestPredictMixin
-from multikernel.bilinear.solver import _Problem, minimize_psd, psd_factor
-from multikernel.core.validation import check_positive_real
-from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.bilinear.estimators import OneVsRestPredictMixin, encode_class_labels
+from multikernel.bilinear.solver import PSDResult, _Problem, minimize_psd, psd_factor
+from multikernel.core.validation import Constraint, Integer, Options, Real
+from multikernel.estimators.base import FittedSpec, MultikernelEstimator
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
 from multikernel.stack.storage import DenseStack
 
 __all__ = ["TRANSFORMATIONS", "HMKLClassifier", "kernel_transforms", "StackKernel"]
@@ -55,7 +53,14 @@ def _eig(K: np.ndarray, cutoff: float) -> tuple[np.ndarray, np.ndarray]:
     The sign of each eigenvector is fixed (largest-magnitude entry positive): the PCA transformation's
     inter-kernel blocks depend on it (spec 5.3), and a convention makes them reproducible.
     """
-    e, U = np.linalg.eigh((K + K.T) / 2)
+    if not np.isfinite(K).all():
+        raise ValueError("a kernel has NaN or infinite entries (features too large for it?); rescale the "
+                         "features, e.g. standardize=True")
+    try:
+        e, U = np.linalg.eigh((K + K.T) / 2)
+    except np.linalg.LinAlgError as exc:
+        raise ValueError(f"the eigendecomposition of a kernel failed ({exc}): its entries are too badly scaled; "
+                         f"rescale the features (e.g. standardize=True) or normalize the kernels") from None
     e, U = e[::-1], U[:, ::-1]
     keep = e > cutoff * max(e[0], 0.0) if e.size and e[0] > 0 else np.zeros(e.shape, dtype=bool)
     e, U = e[keep], U[:, keep]
@@ -149,7 +154,7 @@ class StackKernel:
         return np.diag(np.diag(M)) if self.block_diagonal else M
 
 
-class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, BaseEstimator):
+class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, MultikernelEstimator):
     """Heterogeneous MKL (Kobayashi, IJCV 2014, section 4): trace-norm bilinear classifier over kernel features.
 
     Each sample becomes the ``n x w`` matrix ``[B_1 k_1(x), ..., B_w k_w(x)]`` of its kernel values with the
@@ -186,6 +191,10 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, B
         Eigenvalues of ``S`` at most ``rank_tol * max`` do not count in ``rank_``.
     kernel_dtype, kernel_backend, memory_budget
         Storage of the base kernels, as for :class:`~multikernel.MKLClassifier`.
+    verbose : int, default=0
+        ``>= 1`` shows the projected-gradient steps with their certified gap.  Ctrl-C ends the fit with the last
+        accepted iterate (one-vs-rest problems not reached yet at their start ``S = I``) and a
+        ``FitInterruptedWarning``.
 
     Attributes
     ----------
@@ -199,20 +208,50 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, B
     intercept_ : ndarray of shape (n_problems,)
     rank_ : ndarray of shape (n_problems,)
         ``rank(S)``.
-    duality_gap_ : ndarray of shape (n_problems,)
+    dual_gap_ : ndarray of shape (n_problems,)
+        Certified relative duality gaps.
+    objective_ : ndarray of shape (n_problems,)
+        Primal objectives (upper bounds of each problem's optimum).
     n_iter_ : ndarray of shape (n_problems,)
         Sub-problem solves on the accepted path: the start ``S = I`` plus the projected-gradient steps.
     fit_info_ : list of dict
         Per problem: ``primal``, ``dual``, ``gap``, ``n_iter`` (projected-gradient steps), ``history``,
         ``timings``.
     kernel_names_ : list of str
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` is a DataFrame with string column names.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "transformation": [Options(*TRANSFORMATIONS)],
+        "C": [Real(low=0)],
+        "tol": [Real(low=0)],
+        "max_iter": [Integer(low=0)],
+        "inner_tol": [Real(low=0)],
+        "cutoff": [Real(low=0)],
+        "rank_tol": [Real(low=0)],
+        "verbose": [Integer(low=0)],
+    }
+    _fitted_schema: ClassVar[dict[str, FittedSpec] | None] = {
+        **KERNEL_INPUT_FITTED,
+        "classes_": FittedSpec("labels", (1,)),
+        "sigma_": FittedSpec("real", (3,)),
+        "coef_": FittedSpec("real", (3,)),
+        "dual_coef_": FittedSpec("real", (3,)),
+        "intercept_": FittedSpec("real", (1,)),
+        "rank_": FittedSpec("int", (1,)),
+        "dual_gap_": FittedSpec("real", (1,)),
+        "objective_": FittedSpec("real", (1,)),
+        "n_iter_": FittedSpec("int", (1,)),
+        "fit_info_": FittedSpec("any"),
+    }
 
     def __init__(self, kernels: object = "rbf_poly", kernel_params: dict | None = None, normalize: str = "trace",
                  standardize: bool = False, transformation: str = "proposed", C: float = 1.0, *,
                  tol: float = 1e-3, max_iter: int = 500, inner_tol: float = 1e-5, cutoff: float = 1e-10,
                  rank_tol: float = 1e-6, kernel_dtype: str = "float64", kernel_backend: str = "dense",
-                 memory_budget: int | str | None = None) -> None:
+                 memory_budget: int | str | None = None, verbose: int = 0) -> None:
         self.kernels = kernels
         self.kernel_params = kernel_params
         self.normalize = normalize
@@ -227,67 +266,91 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, B
         self.kernel_dtype = kernel_dtype
         self.kernel_backend = kernel_backend
         self.memory_budget = memory_budget
-
-    def _check_params(self) -> None:
-        if self.transformation not in TRANSFORMATIONS:
-            raise ValueError(f"transformation must be one of {', '.join(TRANSFORMATIONS)}; "
-                             f"got {self.transformation!r}")
-        for name in ("C", "tol", "inner_tol", "cutoff"):
-            check_positive_real(name, getattr(self, name))
-        if not (isinstance(self.max_iter, numbers.Integral) and self.max_iter >= 0):
-            raise ValueError(f"max_iter must be a non-negative integer; got {self.max_iter!r}")
-        check_positive_real("rank_tol", self.rank_tol)
+        self.verbose = verbose
 
     def fit(self, X: object, y: object) -> HMKLClassifier:
-        """Fit on features (or precomputed kernels, ``kernels="precomputed"``) ``X`` and labels ``y``."""
-        self._check_params()
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-        stack, y = self._fit_stack(X, y)
-        y = column_or_1d(y, warn=True)
-        check_classification_targets(y)
-        encoder = LabelEncoder().fit(y)
-        self.classes_ = encoder.classes_
-        if self.classes_.size < 2:
-            raise ValueError(f"y has only one class ({self.classes_[0]!r}); a classifier needs at least two")
-        codes = encoder.transform(y)
-        kernels = [np.asarray(stack.kernel(m), dtype=np.float64) for m in range(stack.n_kernels)]
-        T, B = kernel_transforms(kernels, self.transformation, self.cutoff)
-        learnt = StackKernel(T, block_diagonal=self.transformation == "diagonal")
-        w = len(T)
-        targets = [codes == 1] if self.classes_.size == 2 else [codes == k for k in range(self.classes_.size)]
+        """Fit on features (or precomputed kernels, ``kernels="precomputed"``) ``X`` and labels ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), or precomputed kernels (see ``kernels``)
+        y : array-like of shape (n_samples,)
+
+        Returns
+        -------
+        self
+        """
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__} iterations") as progress:
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            stack, y = self._fit_stack(X, y)
+            self.classes_, codes = encode_class_labels(y, stack.n_rows, type(self).__name__)
+            kernels = [np.asarray(stack.kernel(m), dtype=np.float64) for m in range(stack.n_kernels)]
+            T, B = kernel_transforms(kernels, self.transformation, self.cutoff)
+            learnt = StackKernel(T, block_diagonal=self.transformation == "diagonal")
+            targets = [codes == 1] if self.classes_.size == 2 else [codes == k for k in range(self.classes_.size)]
+            signs = [np.where(positive, 1.0, -1.0) for positive in targets]
+            fits: list[tuple] = []
+            for yb in signs:
+                def on_step(res: PSDResult, prob: _Problem, yb: np.ndarray = yb) -> None:
+                    # the problems done, this one at its last accepted iterate, the others at S = I
+                    done, current = list(fits), (res, prob.bias, yb, dict(prob.timings))
+                    progress.update(gap=res.gap, keep=lambda: self._store(learnt, B, done + [current] + [
+                        self._solve(learnt, s, 0, None) for s in signs[len(done) + 1:]]))
+
+                fit = self._solve(learnt, yb, self.max_iter, on_step)
+                if not fit[0].converged and self.max_iter > 0:
+                    warnings.warn(f"hMKL stopped after {fit[0].n_iter} steps with a certified relative gap "
+                                  f"{fit[0].gap:.2e} > tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning,
+                                  stacklevel=3)
+                fits.append(fit)
+            self._store(learnt, B, fits)
+        return self
+
+    def _solve(self, learnt: StackKernel, yb: np.ndarray, max_iter: int, on_step: Any) -> tuple:
+        """One one-vs-rest problem from ``S = I``: ``(result, bias, signs, timings)``."""
+        prob = _Problem(learnt, yb, float(self.C), float(self.inner_tol))
+        res = minimize_psd(prob, np.eye(learnt.w), tol=self.tol, max_iter=max_iter,
+                           callback=None if on_step is None else lambda r: on_step(r, prob))
+        return res, prob.bias, yb, prob.timings
+
+    def _store(self, learnt: StackKernel, B: list, fits: list[tuple]) -> None:
         sigmas, coefs, betas, biases, info = [], [], [], [], []
-        for positive in targets:
-            yb = np.where(positive, 1.0, -1.0)
-            prob = _Problem(learnt, yb, float(self.C), float(self.inner_tol))
-            res = minimize_psd(prob, np.eye(w), tol=self.tol, max_iter=self.max_iter)
-            if not res.converged and self.max_iter > 0:
-                warnings.warn(f"hMKL stopped after {res.n_iter} steps with a certified relative gap {res.gap:.2e} "
-                              f"> tol={self.tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+        for res, bias, yb, timings in fits:
             W = learnt.features(res.sub.alpha * yb) @ res.sigma  # eq. (18): W = G S, (n, w)
             betas.append(np.stack([W[:, c] if Bc is None else Bc.T @ W[:, c] for c, Bc in enumerate(B)]))
             sigmas.append(res.sigma)
             coefs.append(W)
-            biases.append(prob.bias)
+            biases.append(bias)
             info.append(dict(primal=res.primal, dual=res.dual, gap=res.gap, n_iter=res.n_iter,
-                             history=res.history, timings=prob.timings, converged=res.converged))
+                             history=res.history, timings=timings, converged=res.converged))
         self.sigma_ = np.stack(sigmas)
         self.coef_ = np.stack(coefs)
         self.dual_coef_ = np.stack(betas)
-        self.intercept_ = np.asarray(biases)
+        self.intercept_ = np.asarray(biases, dtype=np.float64)
         self.rank_ = np.array([psd_factor(s, self.rank_tol)[1].size for s in sigmas])
-        self.duality_gap_ = np.array([d["gap"] for d in info])
+        self.dual_gap_ = np.array([d["gap"] for d in info])
+        self.objective_ = np.array([d["primal"] for d in info])
         # the solve at S = I counts as the first iteration (scikit-learn's convention: n_iter_ >= 1)
         self.n_iter_ = np.array([d["n_iter"] + 1 for d in info])
         self.fit_info_ = info
-        return self
 
     def decision_function(self, X: object) -> np.ndarray:
         """``sum_c beta_c' k_c(x) + b`` per problem; shape (n,) for two classes, (n, n_classes) otherwise."""
-        check_is_fitted(self)
+        self._check_fitted()
         cross = self._cross_stack(X)
         scores = np.tile(self.intercept_, (cross.n_rows, 1))
         for c in range(cross.n_kernels):
             scores += np.asarray(cross.kernel(c), dtype=np.float64) @ self.dual_coef_[:, c, :].T
         return scores[:, 0] if self.classes_.size == 2 else scores
 
+    def _check_loaded(self) -> None:
+        check_loaded_kernel_input(self, self.dual_coef_.shape[-1])
+        n_train = self.dual_coef_.shape[-1]
+        n_problems = 1 if len(self.classes_) == 2 else len(self.classes_)
+        w = len(self.kernel_names_)
+        if self.dual_coef_.shape != (n_problems, w, n_train) or self.intercept_.shape != (n_problems,) or \
+                self.sigma_.shape != (n_problems, w, w):
+            raise ValueError(f"coefficients of shape {self.dual_coef_.shape}, S of shape {self.sigma_.shape} and "
+                             f"{len(self.intercept_)} intercepts for {len(self.classes_)} classes, {w} kernels and "
+                             f"{n_train} training samples")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 
 import attrs
 import numpy as np
@@ -30,8 +31,9 @@ from sklearn.exceptions import ConvergenceWarning
 from multikernel._threads import blas_for
 from multikernel.solve.smo import solve_qp
 
-__all__ = ["BilinearFit", "fit_trace_norm", "best_bias", "primal_objective", "psd_factor", "MatrixKernel",
-           "minimize_psd", "trace_norm_from_gtg", "SubSolution", "PSDResult"]
+__all__ = ["BilinearFit", "fit_trace_norm", "sub_problem_max_iter", "gradient_rounding", "best_bias",
+           "primal_objective", "psd_factor", "MatrixKernel", "minimize_psd", "trace_norm_from_gtg", "SubSolution",
+           "PSDResult"]
 
 # Armijo sufficient-decrease constant and backtracking factor (spec section 12 defaults).
 _ARMIJO = 1e-4
@@ -200,8 +202,9 @@ class _Problem:
         with warnings.catch_warnings():
             # K(S) is PSD in exact arithmetic; rounding can show tiny negative curvature on rank-deficient S
             warnings.filterwarnings("ignore", category=RuntimeWarning, message=".*semi-definite.*")
-            res = solve_qp(K, self.y, p=-1.0, lower=0.0, upper=self.C, y_sum=0.0,
-                           alpha0=alpha0, tol=self.inner_tol)
+            res = solve_qp(K, self.y, p=-1.0, lower=0.0, upper=self.C, y_sum=0.0, alpha0=alpha0,
+                           tol=max(self.inner_tol, gradient_rounding(K, self.C)),
+                           max_iter=sub_problem_max_iter(len(self.y)))
         t2 = time.perf_counter()
         self.timings["gram"] += t1 - t0
         self.timings["svm"] += t2 - t1
@@ -228,6 +231,22 @@ class _Problem:
         return primal, self.best_dual
 
 
+def gradient_rounding(K: np.ndarray, C: float) -> float:
+    """The rounding error of the SMO's gradient ``1 - y_i sum_j alpha_j y_j K_ij`` in double precision,
+    ``eps * C * max_i sum_j |K_ij|``: no KKT tolerance below it can be met (the block SMO of the cross-modal
+    problem applies the same floor to float32 kernels), so the sub-problems take it as their floor.  It
+    matters only for kernels whose entries dwarf the margin (samples scaled by 1e6 and more)."""
+    return float(np.finfo(np.float64).eps) * C * float(np.abs(K).sum(axis=1).max(initial=0.0))
+
+
+def sub_problem_max_iter(n: int) -> int:
+    """SMO steps allowed per SVM sub-problem: a well-scaled sub-problem of ``n`` samples needs a few times ``n``
+    (warm-started, far fewer); one whose kernel entries dwarf the KKT tolerance (samples scaled by 1e6 and more)
+    cannot reach it and would run to the SMO's own limit of 10^7 steps at every line-search trial.  Stopped
+    here, the inexact solution shows as a certified gap that does not close (a ConvergenceWarning)."""
+    return max(100_000, 1000 * n)
+
+
 def _relative_gap(primal: float, dual: float) -> float:
     return max(primal - dual, 0.0) / max(abs(primal), np.finfo(float).tiny)
 
@@ -247,13 +266,15 @@ class PSDResult:
 
 
 def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float = 1e-3, max_iter: int = 500,
-                 min_inner_tol: float = 1e-10, stall_window: int = 20) -> PSDResult:
+                 min_inner_tol: float = 1e-10, stall_window: int = 20,
+                 callback: Callable[[PSDResult], None] | None = None) -> PSDResult:
     """Projected gradient on the PSD cone for ``min_S J(S)`` (section 3.2), for any problem ``prob``.
 
     ``prob.svm(S, alpha0, factor)`` returns the sub-problem's solution with ``objective`` (``J(S)``) and
     ``gtg`` (``G'G``, so that ``grad J = 1/2 (I - G'G)``); ``prob.certify(S, sub)`` returns the primal upper
     bound and the best dual lower bound.  The step is Armijo backtracking along the projection arc; see
-    :func:`fit_trace_norm` for the stopping rules.
+    :func:`fit_trace_norm` for the stopping rules.  ``callback(result)`` is called with the start and with every
+    accepted iterate (the certified state an interrupted fit keeps).
     """
     w = sigma.shape[0]
     start = time.perf_counter()
@@ -264,6 +285,13 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
                     rank=int(psd_factor(sigma, 1e-6)[1].size), step=0.0, time=time.perf_counter() - start)]
     step = 1.0
     n_iter = 0
+
+    def result() -> PSDResult:
+        return PSDResult(sigma=sigma, sub=sub, primal=primal, dual=dual, gap=gap, n_iter=n_iter,
+                         converged=gap <= tol, history=list(history))
+
+    if callback is not None:
+        callback(result())
     while gap > tol and n_iter < max_iter:
         grad = 0.5 * (np.eye(w) - sub.gtg)
         accepted = False
@@ -301,12 +329,13 @@ def minimize_psd(prob, sigma: np.ndarray, alpha0: object = None, *, tol: float =
         history.append(dict(objective=sub.objective, primal=primal, dual=dual, gap=gap,
                             rank=int(lam.size if lam.size == 0 else (lam > 1e-6 * lam.max()).sum()),
                             step=eta, time=time.perf_counter() - start))
+        if callback is not None:
+            callback(result())
         if n_iter >= stall_window:
             before = history[-1 - stall_window]["objective"]
             if before - sub.objective <= 0.1 * tol * abs(sub.objective):
                 break
-    return PSDResult(sigma=sigma, sub=sub, primal=primal, dual=dual, gap=gap, n_iter=n_iter,
-                     converged=gap <= tol, history=history)
+    return result()
 
 
 def fit_trace_norm(
@@ -321,6 +350,7 @@ def fit_trace_norm(
     stall_window: int = 20,
     sigma0: np.ndarray | None = None,
     alpha0: np.ndarray | None = None,
+    callback: Callable[[Callable[[], BilinearFit]], None] | None = None,
 ) -> BilinearFit:
     """Fit the trace-norm bilinear classifier by projected gradient on ``S`` (Kobayashi 2014, section 3.2).
 
@@ -350,6 +380,9 @@ def fit_trace_norm(
         Start (PSD); default the identity, where the sub-problem is the linear SVM on ``vec(X)``.
     alpha0 : ndarray of shape (n,), optional
         Warm start of the first SVM solve.
+    callback : callable, optional
+        Called with the start and every accepted step as ``callback(snapshot)``; ``snapshot()`` returns the
+        :class:`BilinearFit` of that iterate (what an interrupted fit keeps).
 
     Returns
     -------
@@ -360,13 +393,22 @@ def fit_trace_norm(
     w = X.shape[2]
     prob = _Problem(MatrixKernel(X), y, float(C), float(inner_tol))
     sigma = np.eye(w) if sigma0 is None else np.array(sigma0, dtype=np.float64)
+
+    def on_step(res: PSDResult) -> None:
+        bias = prob.bias  # certify set it for this iterate
+        callback(lambda: _bilinear_fit(res, bias, X, y, prob.timings))
+
     res = minimize_psd(prob, sigma, alpha0, tol=tol, max_iter=max_iter, min_inner_tol=min_inner_tol,
-                       stall_window=stall_window)
-    if not res.converged:
+                       stall_window=stall_window, callback=None if callback is None else on_step)
+    if not res.converged and max_iter > 0:
         warnings.warn(f"the trace-norm bilinear fit stopped after {res.n_iter} steps with a certified relative "
                       f"gap {res.gap:.2e} > tol={tol:g}; raise max_iter or tol", ConvergenceWarning, stacklevel=2)
+    return _bilinear_fit(res, prob.bias, X, y, prob.timings)
+
+
+def _bilinear_fit(res: PSDResult, bias: float, X: np.ndarray, y: np.ndarray, timings: dict) -> BilinearFit:
     alpha = res.sub.alpha
     coef = np.tensordot(alpha * y, X, axes=1) @ res.sigma  # eq. (18)
-    return BilinearFit(sigma=res.sigma, alpha=alpha, bias=prob.bias, coef=coef, objective=res.sub.objective,
+    return BilinearFit(sigma=res.sigma, alpha=alpha, bias=bias, coef=coef, objective=res.sub.objective,
                        primal=res.primal, dual=res.dual, gap=res.gap, n_iter=res.n_iter, converged=res.converged,
-                       history=res.history, timings=prob.timings)
+                       history=res.history, timings=dict(timings))

@@ -140,7 +140,7 @@ class KernelsConfig:
     builders: list[KernelSpec] = attrs.Factory(list)
     normalize: Literal["none", "trace", "unit_diagonal", "center"] = "trace"
     dtype: Literal["float64", "float32"] = "float64"
-    backend: Literal["dense", "memmap", "lazy", "auto"] = "dense"
+    backend: Literal["dense", "memmap", "lazy", "factored", "auto"] = "dense"
     memory_budget: Union[str, int, None] = None  # noqa: UP007
 
 

@@ -89,9 +89,11 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
     stopping : {"gap", "relative_change"}, default="gap"
     kernel_dtype : {"float64", "float32"}, default="float64"
         Storage precision of the kernel stack.
-    kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
-        Storage of the kernel stack: in memory, memory-mapped on disk, or recomputed from the features by
-        blocks (for stacks that do not fit in memory); ``"auto"`` picks the first that fits the budget.
+    kernel_backend : {"dense", "memmap", "lazy", "factored", "auto"}, default="dense"
+        Storage of the kernel stack: in memory, memory-mapped on disk, recomputed from the features by
+        blocks (for stacks that do not fit in memory), or factored (each kernel dense or low-rank on the
+        distinct points of its features, the truncation inside the certified gap; docs/kernels.md);
+        ``"auto"`` is factored where that halves the memory, else the first that fits the budget.
     memory_budget : int or str, optional
         Bytes (or a string such as ``"4GB"``) the stack may use; the dense backend refuses a stack over
         the budget before allocating it, naming the alternatives. Default: the available memory.

@@ -66,7 +66,7 @@ KERNEL_INPUT_CONSTRAINTS: dict[str, list[Constraint]] = {
     "normalize": [Options("none", "trace", "unit_diagonal", "center")],
     "standardize": [Boolean()],
     "kernel_dtype": [Options("float64", "float32")],
-    "kernel_backend": [Options("dense", "memmap", "lazy", "auto")],
+    "kernel_backend": [Options("dense", "memmap", "lazy", "factored", "auto")],
     "memory_budget": [Integer(low=1), InstanceOf(str, label="a size such as '4GB'"), NoneValue()],
     "cache_size": [Real(low=0)],
 }
@@ -200,3 +200,34 @@ class KernelInputMixin:
         tags = super().__sklearn_tags__()
         tags.input_tags.pairwise = self._precomputed
         return tags
+
+
+def _kernel_input_fitted() -> dict:
+    from multikernel.estimators.base import FittedSpec
+
+    return {
+        "kernel_names_": FittedSpec("text", (1,)),
+        "kernel_set_": FittedSpec("any", required=False),
+        "n_features_in_": FittedSpec("int", (0,)),
+        "feature_names_in_": FittedSpec("text", (1,), required=False),
+        "n_train_": FittedSpec("int", (0,), required=False),
+        "precomputed_layout_": FittedSpec("text", (0,), required=False),
+    }
+
+
+#: The fitted attributes :class:`KernelInputMixin` sets, for an estimator's ``_fitted_schema``
+#: (``{**KERNEL_INPUT_FITTED, "coef_": ...}``).
+KERNEL_INPUT_FITTED = _kernel_input_fitted()
+
+
+def check_loaded_kernel_input(est: KernelInputMixin, n_coef_rows: int) -> None:
+    """A loaded kernel model has its kernel set (features) or its number of training samples (precomputed), and
+    coefficients for that many training samples; ``ValueError`` naming what is inconsistent (for
+    ``_check_loaded``)."""
+    if not est._precomputed and getattr(est, "kernel_set_", None) is None:
+        raise ValueError("a model fitted on features without its kernel set")
+    if est._precomputed and getattr(est, "n_train_", None) is None:
+        raise ValueError("a precomputed-kernel model without its number of training samples")
+    n_train = est.kernel_set_.n_train_ if est.kernel_set_ is not None else est.n_train_
+    if n_coef_rows != n_train:
+        raise ValueError(f"coefficients for {n_coef_rows} training samples, but {n_train} in the kernels")

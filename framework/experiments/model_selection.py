@@ -37,7 +37,9 @@ from multikernel.solve.fit import (
     encode_targets,
     fit_mkl,
 )
-from multikernel.stack.storage import DenseStack, KernelStack
+from multikernel.solve.grid_path import select_best, walk_path, warm_chains
+from multikernel.stack.storage import KernelStack
+from multikernel.stack.subsets import subset_stack
 
 __all__ = [
     "method_parts",
@@ -64,32 +66,6 @@ def resolve_grid(grid: dict[str, list[Any]], n_kernels: int) -> list[dict[str, A
     return list(ParameterGrid(resolved)) if resolved else [{}]
 
 
-def warm_chains(points: Sequence[dict[str, Any]], order: str = "C") -> list[list[int]]:
-    """The order in which grid points are fitted, as one chain (a list of index lists, for callers that
-    start each chain cold).
-
-    ``order="C"``: points are grouped by every parameter except ``C`` (groups in grid order); ``C`` runs up in
-    the first group, down in the second, and so on (a snake), so consecutive points differ in one step.
-    ``order="parameters"``: grouped by ``C`` (increasing), the other parameters inside each group in grid
-    order, reversed in every second group; with one other parameter (a method's theta, nu, p or v) this is the
-    same snake with the roles swapped.  Along a run of constant ``C`` the previous dual variables stay
-    feasible and the weights move along the method's regularization path; a step of ``C`` changes both.
-    """
-    if order not in ("C", "parameters"):
-        raise ValueError(f"order must be 'C' or 'parameters'; got {order!r}")
-    groups: dict[tuple, list[int]] = {}
-    for i, p in enumerate(points):
-        key = (tuple(sorted((k, repr(v)) for k, v in p.items() if k != "C")) if order == "C"
-               else (p.get("C", 0.0),))
-        groups.setdefault(key, []).append(i)
-    ranked_groups = list(groups.values()) if order == "C" else [groups[k] for k in sorted(groups)]
-    chain: list[int] = []
-    for g, idx in enumerate(ranked_groups):
-        ranked = sorted(idx, key=lambda i: points[i].get("C", 0.0)) if order == "C" else idx
-        chain += ranked if g % 2 == 0 else ranked[::-1]
-    return [chain]
-
-
 # --------------------------------------------------------------------------------------------------
 # fitting on stacks
 # --------------------------------------------------------------------------------------------------
@@ -97,26 +73,6 @@ def fit_point(stack: KernelStack, targets: Targets, spec: MethodSpec, params: di
               settings: SolveSettings, warm: FittedMKL | None = None) -> FittedMKL:
     """Fit ``spec`` at the grid point ``params`` on a training stack, warm-started from ``warm``."""
     return fit_mkl(stack, targets, method_parts(spec, params), settings, warm=warm, params=params)
-
-
-def subset_stack(stack: KernelStack, rows: np.ndarray, cols: np.ndarray) -> KernelStack:
-    """``stack`` restricted to ``rows`` x ``cols``, for the fits of a whole grid.
-
-    An in-memory dense stack gives a contiguous copy (at most the stack's own size; it streams several
-    times faster than a view), a memory map or a lazy stack the backend's view, which keeps their memory
-    bound; any other stack a copy.
-    """
-    subset = getattr(stack, "subset", None)
-    if subset is not None:
-        try:
-            view = subset(rows, cols)
-        except NotImplementedError:
-            pass
-        else:
-            if type(view) is DenseStack and not isinstance(view.data, np.memmap):
-                return view.materialize()
-            return view
-    return DenseStack(np.stack([np.asarray(stack.kernel(m))[np.ix_(rows, cols)] for m in range(stack.n_kernels)]))
 
 
 def cross_validate(stack: KernelStack, y: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -192,28 +148,21 @@ def _cross_validate_fold(fold_train: KernelStack, fold_val: KernelStack, targets
     """One fold of one method: every grid point along its warm-start chains; a point whose problem is in
     ``shared`` (fitted by another method on this fold) takes that fit."""
     start = time.perf_counter()
-    for chain in warm_chains(points, warm_order):
-        previous: FittedMKL | None = None
-        for i in chain:
-            key = shared_problem(spec, points[i], fold_train.n_kernels) if shared is not None else None
-            fitted = shared.get(key) if key is not None else None
-            if fitted is not None:
-                info["cv_shared_fits"] += 1
-            else:
-                fitted = fit_point(fold_train, targets, spec, points[i], settings,
-                                   warm=previous if warm_start else None)
-                if key is not None:
-                    shared[key] = fitted  # type: ignore[index]
-                info["cv_fits"] += 1
-                info["cv_outer_iterations"] += int(fitted.n_iter.sum())
-            scores[i, f] = float(np.mean(fitted.predict(fold_val) == y_val))
-            previous = fitted
-            info["cv_gap_max"] = max(info["cv_gap_max"], float(fitted.dual_gap.max()))
+
+    def fit_at(i: int, previous: FittedMKL | None) -> FittedMKL:
+        key = shared_problem(spec, points[i], fold_train.n_kernels) if shared is not None else None
+        fitted = shared.get(key) if key is not None else None
+        if fitted is not None:
+            info["cv_shared_fits"] += 1
+            return fitted
+        fitted = fit_point(fold_train, targets, spec, points[i], settings, warm=previous)
+        if key is not None:
+            shared[key] = fitted  # type: ignore[index]
+        info["cv_fits"] += 1
+        info["cv_outer_iterations"] += int(fitted.n_iter.sum())
+        return fitted
+
+    for i, fitted in walk_path(points, fit_at, warm_order, warm_start):
+        scores[i, f] = float(np.mean(fitted.predict(fold_val) == y_val))
+        info["cv_gap_max"] = max(info["cv_gap_max"], float(fitted.dual_gap.max()))
     info["cv_time"] += time.perf_counter() - start
-
-
-def select_best(scores: np.ndarray) -> int:
-    """Index of the grid point with the highest mean fold score; the first such point on ties
-    (as :class:`~sklearn.model_selection.GridSearchCV`)."""
-    means = np.mean(scores, axis=1)
-    return int(np.flatnonzero(means == means.max())[0])

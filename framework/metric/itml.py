@@ -14,17 +14,32 @@ updates, the stopping rule and the choices made where the sources are silent.
 
 from __future__ import annotations
 
-import numbers
+import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_array, check_random_state
 from sklearn.utils.validation import validate_data
 
 from multikernel._ext._itml import bregman_projections
+from multikernel.core.validation import (
+    Boolean,
+    Constraint,
+    InstanceOf,
+    Integer,
+    NoneValue,
+    Options,
+    RandomState,
+    Real,
+    check_class_labels,
+)
+from multikernel.estimators.base import FittedSpec, MultikernelEstimator
+from multikernel.estimators.progress import FitProgress
 from multikernel.metric._base import MahalanobisMixin, PairsClassifierMixin, components_from_metric
 from multikernel.metric._pairs import as_pairs, check_pair_labels, draw_pairs, squared_distance_percentiles
 
@@ -135,14 +150,6 @@ def run_projections(
 # --------------------------------------------------------------------------------------------------------------
 
 
-def _check_positive(name: str, value, *, integer: bool = False) -> float:
-    kind = numbers.Integral if integer else numbers.Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value) or value <= 0:
-        what = "a positive integer" if integer else "a positive finite number"
-        raise ValueError(f"{name} must be {what}; got {value!r}.")
-    return value
-
-
 def _prior_matrix(prior, rows: np.ndarray, what: str, param: str) -> np.ndarray:
     """The LogDet prior: ``'identity'``, ``'covariance'`` (inverse covariance of ``rows``) or an SPD array."""
     d = rows.shape[1]
@@ -249,7 +256,7 @@ def _drop_identical_pairs(X: np.ndarray, idx: np.ndarray, y: np.ndarray, owner: 
             f"{owner}: {int((~keep).sum())} pair(s) join identical samples and are ignored (a similar one is "
             "always satisfied, a dissimilar one never).",
             UserWarning,
-            stacklevel=5,  # the user's fit call
+            stacklevel=6,  # the user's fit call
         )
         if not keep.any():
             raise ValueError("every pair joins two identical samples; nothing to learn from.")
@@ -271,48 +278,125 @@ def _warn_not_converged(owner: str, n_sweeps: int, conv: float, tol: float, max_
 # --------------------------------------------------------------------------------------------------------------
 
 
-class _MetricBase(MahalanobisMixin, BaseEstimator):
-    """Shared fitting of the three methods on rows ``X`` (main view), ``Z`` (privileged view or None) and pairs."""
+#: The prior of a LogDet divergence: a name or a symmetric positive definite matrix (checked at fit).
+_PRIOR = [Options("identity", "covariance"), InstanceOf(np.ndarray, list, tuple, label="an array")]
 
-    def _common_checks(self) -> None:
-        _check_positive("gamma", self.gamma)
-        _check_positive("tol", self.tol)
-        _check_positive("max_iter", self.max_iter, integer=True)
+
+class _MetricBase(MahalanobisMixin, MultikernelEstimator):
+    """Shared fitting of the three methods on rows ``X`` (main view), ``Z`` (privileged view or None) and pairs.
+
+    Each sweep over the pairs is one call of the compiled loop, so that ``verbose`` shows the sweeps and Ctrl-C
+    keeps the metric of the last completed sweep (the loop continues exactly where it stopped: its state is the
+    iterate and the cumulative duals).
+    """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "gamma": [Real(low=0)],
+        "max_iter": [Integer(low=1)],
+        "tol": [Real(low=0)],
+        "prior": _PRIOR,
+        "random_state": [RandomState()],
+        "verbose": [Integer(low=0)],
+    }
+    _fitted_schema: ClassVar[dict[str, FittedSpec] | None] = {
+        "metric_": FittedSpec("real", (2,)),
+        "components_": FittedSpec("real", (2,)),
+        "bounds_": FittedSpec("real", (1,)),
+        "n_iter_": FittedSpec("int", (0,)),
+        "n_features_in_": FittedSpec("int", (0,)),
+        "feature_names_in_": FittedSpec("text", (1,), required=False),
+        "threshold_": FittedSpec("real", (0,), required=False),
+        "privileged_metric_": FittedSpec("any", required=False),
+        "n_privileged_pairs_": FittedSpec("int", (0,), required=False),
+        "n_removed_pairs_": FittedSpec("int", (0,), required=False),
+    }
+
+    def _check_params(self) -> None:
         _check_percentiles(self.percentiles)
 
-    def _itml(self, X, idx, y, bounds, prior, gamma, rng, owner, sample_rows=None):
+    def _sweeps(self, progress: FitProgress, X, Z, idx, y, priv, state: BregmanState, *, gamma: float,
+                lam: float = 1.0, dual_correction: bool = True,
+                keep: Callable[[np.ndarray, np.ndarray, int], Callable[[], None]] | None = None) -> tuple[int, float]:
+        """Sweep until the duals settle (``tol``) or ``max_iter`` sweeps; ``keep(M, P, n)`` makes the function
+        that stores the model of sweep ``n`` (``None``: an interrupt here has nothing to keep).
+
+        With ``verbose`` every call of the compiled loop runs one sweep (one progress line each); otherwise the
+        sweeps per call double while a call takes under 50 ms, so that the calls' overhead (copies of the duals
+        and of the metrics kept for Ctrl-C) stays small (one sweep per call was 10-17 % slower on 300 samples).
+        """
+        n, conv, chunk = 0, np.inf, 1
+        while n < self.max_iter:
+            start = time.perf_counter()
+            done, conv = run_projections(X, Z, idx, y, priv, state, gamma=gamma, lam=lam,
+                                         dual_correction=dual_correction, tol=self.tol,
+                                         max_iter=min(chunk, self.max_iter - n))
+            n += done
+            progress.update(keep=None if keep is None else keep(state.M.copy(), state.P.copy(), n), change=conv)
+            if conv < self.tol:
+                break
+            if not self.verbose and time.perf_counter() - start < 0.05:
+                chunk *= 2
+        return n, conv
+
+    def _itml(self, progress, X, idx, y, bounds, prior, gamma, rng, owner, sample_rows=None, keep=None):
         """Plain ITML on ``X`` for the pairs ``idx``: returns (M, bounds, n_sweeps)."""
         rows = _sample_rows(X, idx, sample_rows, bounds, prior)
         M0 = _prior_matrix(prior, rows, "X" if owner == "main" else "X_privileged",
                            "prior" if owner == "main" else "prior_privileged")
         b = _targets(rows, M0, _check_percentiles(self.percentiles), rng) if bounds is None else bounds
         state = BregmanState.start(M0, np.zeros((0, 0)), np.where(y > 0, b[0], b[1]))
-        n, conv = run_projections(X, None, idx, y, np.zeros(len(y), bool), state, gamma=gamma, tol=self.tol,
-                                  max_iter=self.max_iter)
-        _warn_not_converged(f"{type(self).__name__} ({owner} view)", n, conv, self.tol, self.max_iter, 6)
+        n, conv = self._sweeps(progress, X, None, idx, y, np.zeros(len(y), bool), state, gamma=gamma,
+                               keep=None if keep is None else lambda M, P, n: keep(M, b, n))
+        _warn_not_converged(f"{type(self).__name__} ({owner} view)", n, conv, self.tol, self.max_iter, 7)
         return state.M, b, n
 
     def _set_metric(self, M: np.ndarray) -> None:
         self.metric_ = M
         self.components_ = components_from_metric(M)
 
+    def _check_loaded(self) -> None:
+        d = self.n_features_in_
+        if self.metric_.shape != (d, d) or self.components_.shape != (d, d) or self.bounds_.shape != (2,):
+            raise ValueError(f"a metric of shape {self.metric_.shape}, components {self.components_.shape} and "
+                             f"bounds {self.bounds_.shape} for {d} features")
+        if not (np.isfinite(self.metric_).all() and np.isfinite(self.components_).all()):
+            raise ValueError("a metric with non-finite entries")
+
+
+def _stored(est: Any, finish: Callable[[], None], **fitted: Any) -> Callable[[], None]:
+    """A function that sets the fitted attributes (``metric`` through ``_set_metric``) and runs ``finish``."""
+    def store() -> None:
+        M = fitted.pop("metric")
+        for key, value in fitted.items():
+            setattr(est, key, value)
+        est._set_metric(M)
+        finish()
+
+    return store
+
 
 class _ITMLCore(_MetricBase):
-    def _fit_rows(self, X, idx, y, Z, bounds, sample_rows):
-        self._common_checks()
+    def _fit_rows(self, progress, X, idx, y, Z, bounds, sample_rows, finish):
         rng = check_random_state(self.random_state)
         keep = _drop_identical_pairs(X, idx, y, type(self).__name__)
-        M, b, n = self._itml(X, idx[keep], y[keep], bounds, self.prior, self.gamma, rng, "main", sample_rows)
-        self.bounds_ = np.asarray(b, dtype=np.float64)
-        self.n_iter_ = n
-        self._set_metric(M)
+
+        def model(M, b, n):
+            return _stored(self, finish, metric=M, bounds_=np.asarray(b, dtype=np.float64), n_iter_=n)
+
+        M, b, n = self._itml(progress, X, idx[keep], y[keep], bounds, self.prior, self.gamma, rng, "main",
+                             sample_rows, keep=model)
+        model(M, b, n)()
         return self
 
 
 class _ITMLPlusCore(_MetricBase):
-    def _fit_rows(self, X, idx, y, Z, bounds, sample_rows):
-        self._common_checks()
-        _check_positive("lam", self.lam)
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "lam": [Real(low=0)],
+        "prior_privileged": _PRIOR,
+        "dual_correction": [Boolean()],
+    }
+
+    def _fit_rows(self, progress, X, idx, y, Z, bounds, sample_rows, finish):
         owner = type(self).__name__
         rng = check_random_state(self.random_state)
         keep = _drop_identical_pairs(X, idx, y, owner)
@@ -333,7 +417,7 @@ class _ITMLPlusCore(_MetricBase):
                     f"{owner}: {int(zero.sum())} pair(s) have identical privileged samples (their privileged "
                     "distance is 0 for every P) and are treated as pairs without privileged data.",
                     UserWarning,
-                    stacklevel=4,
+                    stacklevel=5,  # the user's fit call
                 )
                 priv &= ~zero
             Z = Zf
@@ -344,38 +428,43 @@ class _ITMLPlusCore(_MetricBase):
             P0 = np.eye(Z.shape[1]) if isinstance(self.prior_privileged, str) else _prior_matrix(
                 self.prior_privileged, np.zeros((0, Z.shape[1])), "X_privileged", "prior_privileged")
         state = BregmanState.start(M0, P0, np.where(y > 0, b[0], b[1]))
-        n, conv = run_projections(X, Z, idx, y, priv, state, gamma=self.gamma, lam=self.lam,
-                                  dual_correction=self.dual_correction, tol=self.tol, max_iter=self.max_iter)
-        _warn_not_converged(owner, n, conv, self.tol, self.max_iter, 5)
-        self.bounds_ = np.asarray(b, dtype=np.float64)
-        self.n_iter_ = n
-        self.n_privileged_pairs_ = int(priv.sum())
-        self.privileged_metric_ = state.P
-        self._set_metric(state.M)
+        bounds_ = np.asarray(b, dtype=np.float64)
+
+        def model(M, P, n):
+            return _stored(self, finish, metric=M, bounds_=bounds_, n_iter_=n, n_privileged_pairs_=int(priv.sum()),
+                           privileged_metric_=P)
+
+        n, conv = self._sweeps(progress, X, Z, idx, y, priv, state, gamma=self.gamma, lam=self.lam,
+                               dual_correction=self.dual_correction, keep=model)
+        _warn_not_converged(owner, n, conv, self.tol, self.max_iter, 6)
+        model(state.M, state.P, n)()
         return self
 
 
 class _ITMLSCore(_MetricBase):
-    def _fit_rows(self, X, idx, y, Z, bounds, sample_rows):
-        self._common_checks()
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "gamma_privileged": [Real(low=0), NoneValue()],
+        "outlier_fraction": [Real(low=0, high=1, closed="left")],
+        "prior_privileged": _PRIOR,
+    }
+
+    def _fit_rows(self, progress, X, idx, y, Z, bounds, sample_rows, finish):
         frac = self.outlier_fraction
-        if isinstance(frac, bool) or not isinstance(frac, numbers.Real) or not 0 <= frac < 1:
-            raise ValueError(f"outlier_fraction must be in [0, 1); got {frac!r}.")
-        gamma_priv = self.gamma if self.gamma_privileged is None else _check_positive(
-            "gamma_privileged", self.gamma_privileged)
+        gamma_priv = self.gamma if self.gamma_privileged is None else self.gamma_privileged
         owner = type(self).__name__
         rng = check_random_state(self.random_state)
         keep = _drop_identical_pairs(X, idx, y, owner)
         idx, y = idx[keep], y[keep]
         removed = np.zeros(len(y), dtype=bool)
-        self.privileged_metric_ = None
+        P = None
         if Z is not None:
             present = _split_missing(Z, "the privileged view")
             Zf = np.where(present[:, None], Z, 0.0)
             priv = np.flatnonzero(present[idx[:, 0]] & present[idx[:, 1]] & _nonzero_pairs(Zf, idx))
             if priv.size:
-                # step 1: ITML on the privileged view; step 2: drop the pairs it fits worst
-                P, _, _ = self._itml(Zf, idx[priv], y[priv], None, self.prior_privileged, gamma_priv, rng,
+                # step 1: ITML on the privileged view (an interrupt here has no main-view metric to keep); step 2:
+                # drop the pairs it fits worst
+                P, _, _ = self._itml(progress, Zf, idx[priv], y[priv], None, self.prior_privileged, gamma_priv, rng,
                                      "privileged", Zf[np.unique(idx[priv])])
                 diff = Zf[idx[priv, 0]] - Zf[idx[priv, 1]]
                 dP = np.einsum("ij,ij->i", diff @ P, diff)
@@ -385,16 +474,17 @@ class _ITMLSCore(_MetricBase):
                     if k:
                         order = np.argsort(sign * dP[y[priv] == label], kind="stable")
                         removed[group[order[:k]]] = True
-                self.privileged_metric_ = P
         if removed.all():
             raise ValueError("outlier_fraction removed every pair; lower it.")
+
+        def model(M, b, n):
+            return _stored(self, finish, metric=M, bounds_=np.asarray(b, dtype=np.float64), n_iter_=n,
+                           n_removed_pairs_=int(removed.sum()), privileged_metric_=P)
+
         # step 3: ITML on the main view with the remaining pairs
-        M, b, n = self._itml(X, idx[~removed], y[~removed], bounds, self.prior, self.gamma, rng, "main",
-                             sample_rows)
-        self.n_removed_pairs_ = int(removed.sum())
-        self.bounds_ = np.asarray(b, dtype=np.float64)
-        self.n_iter_ = n
-        self._set_metric(M)
+        M, b, n = self._itml(progress, X, idx[~removed], y[~removed], bounds, self.prior, self.gamma, rng, "main",
+                             sample_rows, keep=model)
+        model(M, b, n)()
         return self
 
 
@@ -404,7 +494,16 @@ class _ITMLSCore(_MetricBase):
 
 
 class _PairsForm(PairsClassifierMixin):
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "preprocessor": [InstanceOf(np.ndarray, list, tuple, label="an array"), NoneValue()],
+    }
+
     def _fit_pairs(self, pairs, pair_labels, pairs_privileged, bounds):
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: sweeps") as progress:
+            self._fit_pairs_in(progress, pairs, pair_labels, pairs_privileged, bounds)
+        return self
+
+    def _fit_pairs_in(self, progress, pairs, pair_labels, pairs_privileged, bounds):
         X, idx = as_pairs(pairs, self.preprocessor)
         y = check_pair_labels(pair_labels, idx.shape[0])
         Z = None
@@ -423,14 +522,31 @@ class _PairsForm(PairsClassifierMixin):
                 X, idx = X[idx.ravel()], np.arange(2 * idx.shape[0], dtype=np.intp).reshape(-1, 2)
         self.n_features_in_ = X.shape[1]
         b = None if bounds is None else _check_bounds(bounds)
-        self._fit_rows(X, idx, y, Z, b, None)
-        self.calibrate_threshold(pairs, pair_labels)
-        return self
+        self._fit_rows(progress, X, idx, y, Z, b, None, lambda: self.calibrate_threshold(pairs, pair_labels))
+
+    def __sklearn_tags__(self):  # noqa: D105
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False  # pairs: (n_pairs, 2, n_features), or (n_pairs, 2) indices
+        tags.input_tags.three_d_array = True
+        tags.target_tags.required = True
+        return tags
 
 
 class _SupervisedForm(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "n_constraints": [Integer(low=1), NoneValue()],
+    }
+
     def _fit_supervised(self, X, y, X_privileged, bounds):
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: sweeps") as progress:
+            self._fit_supervised_in(progress, X, y, X_privileged, bounds)
+        return self
+
+    def _fit_supervised_in(self, progress, X, y, X_privileged, bounds):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
+        y = check_class_labels(y)
         Z = None
         if X_privileged is not None:
             Z = check_array(X_privileged, dtype=np.float64, ensure_all_finite="allow-nan", input_name="X_privileged")
@@ -441,7 +557,7 @@ class _SupervisedForm(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
                 )
         idx, labels = draw_pairs(y, self.n_constraints, random_state=self.random_state)
         b = None if bounds is None else _check_bounds(bounds)
-        return self._fit_rows(X, idx, labels, Z, b, X)
+        self._fit_rows(progress, X, idx, labels, Z, b, X, lambda: None)
 
     def __sklearn_tags__(self):  # noqa: D105
         tags = super().__sklearn_tags__()
@@ -458,7 +574,11 @@ _COMMON_PARAMS = """
         ever been violated (the prior is then the solution).
     prior : {'identity', 'covariance'} or array of shape (n_features, n_features), default='identity'
         ``M0`` of ``D_ld(M, M0)``: the identity, the inverse covariance of the training samples, or a given
-        symmetric positive definite matrix."""
+        symmetric positive definite matrix.
+    verbose : int, default=0
+        ``>= 1`` shows the sweeps with the stopping criterion (a progress bar on a terminal, log lines elsewhere).
+        Ctrl-C ends the fit with the metric of the last completed sweep over the main-view pairs and a
+        ``FitInterruptedWarning``."""
 
 _TARGET_PARAMS = """
     percentiles : tuple of two floats, default=(3.0, 97.0)
@@ -511,7 +631,7 @@ class ITML(_PairsForm, _ITMLCore):
     """
 
     def __init__(self, gamma=1.0, max_iter=1000, tol=1e-3, prior="identity", percentiles=(3.0, 97.0),
-                 preprocessor=None, random_state=None):
+                 preprocessor=None, random_state=None, verbose=0):
         self.gamma = gamma
         self.max_iter = max_iter
         self.tol = tol
@@ -519,6 +639,7 @@ class ITML(_PairsForm, _ITMLCore):
         self.percentiles = percentiles
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, pairs, y, bounds=None):
         """Learn the metric from labelled pairs.
@@ -558,7 +679,7 @@ class ITML_Supervised(_SupervisedForm, _ITMLCore):
     """
 
     def __init__(self, gamma=1.0, max_iter=1000, tol=1e-3, n_constraints=None, prior="identity",
-                 percentiles=(3.0, 97.0), random_state=None):
+                 percentiles=(3.0, 97.0), random_state=None, verbose=0):
         self.gamma = gamma
         self.max_iter = max_iter
         self.tol = tol
@@ -566,6 +687,7 @@ class ITML_Supervised(_SupervisedForm, _ITMLCore):
         self.prior = prior
         self.percentiles = percentiles
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y, bounds=None):
         """Draw pairs from the labels and learn the metric.
@@ -638,7 +760,7 @@ class ITMLPlus(_PairsForm, _ITMLPlusCore):
     """
 
     def __init__(self, gamma=1.0, lam=1.0, max_iter=1000, tol=1e-3, prior="identity", prior_privileged="identity",
-                 dual_correction=True, percentiles=(3.0, 97.0), preprocessor=None, random_state=None):
+                 dual_correction=True, percentiles=(3.0, 97.0), preprocessor=None, random_state=None, verbose=0):
         self.gamma = gamma
         self.lam = lam
         self.max_iter = max_iter
@@ -649,6 +771,7 @@ class ITMLPlus(_PairsForm, _ITMLPlusCore):
         self.percentiles = percentiles
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, pairs, y, pairs_privileged=None, bounds=None):
         """Learn the metric from labelled pairs and their privileged counterparts.
@@ -689,7 +812,7 @@ class ITMLPlus_Supervised(_SupervisedForm, _ITMLPlusCore):
     """
 
     def __init__(self, gamma=1.0, lam=1.0, max_iter=1000, tol=1e-3, prior="identity", prior_privileged="identity",
-                 dual_correction=True, n_constraints=None, percentiles=(3.0, 97.0), random_state=None):
+                 dual_correction=True, n_constraints=None, percentiles=(3.0, 97.0), random_state=None, verbose=0):
         self.gamma = gamma
         self.lam = lam
         self.max_iter = max_iter
@@ -700,6 +823,7 @@ class ITMLPlus_Supervised(_SupervisedForm, _ITMLPlusCore):
         self.n_constraints = n_constraints
         self.percentiles = percentiles
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y, X_privileged=None, bounds=None):
         """Draw pairs from the labels and learn the metric with the privileged view.
@@ -763,7 +887,7 @@ class ITMLS(_PairsForm, _ITMLSCore):
 
     def __init__(self, gamma=1.0, gamma_privileged=None, outlier_fraction=0.1, max_iter=1000, tol=1e-3,
                  prior="identity", prior_privileged="identity", percentiles=(3.0, 97.0), preprocessor=None,
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.gamma = gamma
         self.gamma_privileged = gamma_privileged
         self.outlier_fraction = outlier_fraction
@@ -774,6 +898,7 @@ class ITMLS(_PairsForm, _ITMLSCore):
         self.percentiles = percentiles
         self.preprocessor = preprocessor
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, pairs, y, pairs_privileged=None, bounds=None):
         """Learn the metric in two steps.
@@ -816,7 +941,7 @@ class ITMLS_Supervised(_SupervisedForm, _ITMLSCore):
 
     def __init__(self, gamma=1.0, gamma_privileged=None, outlier_fraction=0.1, max_iter=1000, tol=1e-3,
                  prior="identity", prior_privileged="identity", n_constraints=None, percentiles=(3.0, 97.0),
-                 random_state=None):
+                 random_state=None, verbose=0):
         self.gamma = gamma
         self.gamma_privileged = gamma_privileged
         self.outlier_fraction = outlier_fraction
@@ -827,6 +952,7 @@ class ITMLS_Supervised(_SupervisedForm, _ITMLSCore):
         self.n_constraints = n_constraints
         self.percentiles = percentiles
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y, X_privileged=None, bounds=None):
         """Draw pairs from the labels and learn the metric in two steps.

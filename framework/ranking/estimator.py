@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import numbers
-import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import ClassifierMixin
 from sklearn.linear_model import LinearRegression
-from sklearn.utils.validation import check_is_fitted
 
-from multikernel.core.interfaces import MKLProblem
+from multikernel.core.interfaces import Component, MKLProblem
 from multikernel.core.registry import get_registry
-from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, RandomState, Real
+from multikernel.estimators.base import FittedSpec, MultikernelEstimator
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
 from multikernel.ranking.inner import RankingInner
 from multikernel.ranking.labels import check_label_matrix, signed_labels
+from multikernel.ranking.metrics import known_ranking_loss
 from multikernel.ranking.solver import pairless_samples, solve_mlr
+from multikernel.solve.outer import INNER_TOL_FLOOR
 from multikernel.solve.smo import KernelColumns
 from multikernel.stack.storage import DenseStack, KernelStack
 
-__all__ = ["MultiLabelRanker", "KernelRankerMixin", "learn_thresholds"]
+__all__ = ["MultiLabelRanker", "KernelRankerMixin", "RankerMixin", "learn_thresholds"]
 
 METHODS = ("mlr_l1", "mlr_gl")
 THRESHOLD_RULES = ("linear", "constant")
@@ -85,24 +88,40 @@ def learn_thresholds(scores: np.ndarray, Ysign: np.ndarray, rule: str | float = 
 
 
 # --------------------------------------------------------------------------------------------------
-# kernels: the part shared with the one-vs-rest baselines
+# what every ranker shares: kernels, score, tags
 # --------------------------------------------------------------------------------------------------
-class KernelRankerMixin(KernelInputMixin):
-    """Kernels from features (through :class:`~multikernel.stack.kernelset.KernelSet`) or precomputed, for rankers.
+class RankerMixin:
+    """``score`` and tags of a multi-label ranker: ``fit(X, Y)`` with ``Y`` a 0/1 matrix (``NaN`` unknown) and
+    ``decision_function(X)`` one score per label."""
 
-    The subclass stores ``kernels``, ``kernel_params``, ``normalize``, ``standardize``, ``kernel_dtype``,
-    ``kernel_backend`` and ``memory_budget`` (its ``__init__`` parameters).  Precomputed kernels are taken exactly
-    as :class:`~multikernel.MKLClassifier` takes them (same layouts, checks and messages): both use
-    :class:`~multikernel.estimators.kernel_input.KernelInputMixin`.  ``kernels`` may also name one kernel builder.
-    """
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """One minus the label ranking loss of :meth:`decision_function` over the known labels of ``y``.
 
-    def _builders(self, n_features: int) -> list:
-        if isinstance(self.kernels, str) and self.kernels in get_registry().names("kernel"):
-            return [get_registry().create("kernel", self.kernels, **(self.kernel_params or {}))]
-        return super()._builders(n_features)
+        The ranking loss is scikit-learn's ``label_ranking_loss`` restricted to the known entries
+        (:func:`~multikernel.ranking.metrics.known_ranking_loss`): per sample, the fraction of its (relevant,
+        irrelevant) label pairs that the scores do not order correctly; ``NaN`` labels enter no pair.  Higher is
+        better (1 = every pair ordered), so ``GridSearchCV`` and ``cross_val_score`` select by ranking quality,
+        not by exact label-set matches.
+
+        Parameters
+        ----------
+        X : array-like
+            Samples (or precomputed test kernels), as for :meth:`decision_function`.
+        y : array-like of shape (n_samples, n_labels)
+            1 relevant, 0 irrelevant, ``NaN`` unknown.
+        sample_weight : None
+            Not supported (a ``ValueError`` if given).
+
+        Returns
+        -------
+        float
+        """
+        if sample_weight is not None:
+            raise ValueError(f"{type(self).__name__}.score does not support sample_weight")
+        return 1.0 - known_ranking_loss(y, self.decision_function(X))
 
     def __sklearn_tags__(self):  # noqa: D105
-        tags = super().__sklearn_tags__()  # pairwise in the precomputed mode: KernelInputMixin
+        tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_label = True
         tags.target_tags.multi_output = True
         tags.target_tags.single_output = False
@@ -110,10 +129,16 @@ class KernelRankerMixin(KernelInputMixin):
         return tags
 
 
+class KernelRankerMixin(RankerMixin, KernelInputMixin):
+    """Kernels from features or precomputed for rankers, exactly as :class:`~multikernel.MKLClassifier` takes them
+    (:class:`~multikernel.estimators.kernel_input.KernelInputMixin`: same layouts, checks and messages), plus
+    the rankers' score and tags."""
+
+
 # --------------------------------------------------------------------------------------------------
 # the estimator
 # --------------------------------------------------------------------------------------------------
-class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
+class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
     """Multi-label ranking with one or several kernels: MLR-L1, MLR-GL and MK-MLR (Bucak's thesis, ch. 4-6).
 
     Learns one score function per label, ``f_k(x) = sum_i coef_[i, k] k(x_i, x)``, so that each sample's relevant
@@ -144,30 +169,30 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         Normalization of each base kernel, fitted on the training kernel.
     standardize : bool, default=False
         Standardize each feature before building the kernels.
-    regularizer : str, default="simplex"
-        With several kernels, how their weights are learnt: a registered regularizer.  ``"simplex"`` is MK-MLR
-        (ch. 6: sparse weights, l1), ``"lp_ball"`` its l_p version (``regularizer_params={"p": 2}``), ``"uniform"``
+    regularizer : str or Regularizer, default="simplex"
+        With several kernels, how their weights are learnt: a registered regularizer name or instance (its
+        parameters are then nested parameters, ``regularizer__p`` in a grid search).  ``"simplex"`` is MK-MLR
+        (ch. 6: sparse weights, l1), ``create("regularizer", "lp_ball", p=2)`` its l_p version, ``"uniform"``
         the average kernel (AVG-MLR, the only choice with ``"mlr_gl"``).  Ignored with one kernel.
-    regularizer_params : dict, optional
-    solver : str, default="level"
-        Outer solver of MK-MLR (a registered solver that accepts the regularizer).
+    solver : str or Solver, default="level"
+        Outer solver of MK-MLR (a registered solver name or instance that accepts the regularizer).
     threshold : {"linear", "constant"} or float, default="linear"
         How :meth:`predict` turns scores into label sets (see :func:`learn_thresholds`); learnt on the training
         samples' leave-one-out scores (each sample's scores without its own coefficients, the quantity the block
         updates use), which are less optimistic than the training scores.
     tol : float, default=1e-3
+        Certified relative duality gap at which the fit stops (MLR-L1 and MK-MLR): with one kernel the ranking
+        solver is re-run from its solution at a tenfold smaller ``inner_tol`` until its primal-dual gap is
+        within ``tol``; with learnt weights it is the outer solver's gap.  MLR-GL's approximated problem has no
+        certificate: ``inner_tol`` alone stops it.
+    inner_tol : float, default=1e-3
         Tolerance of the ranking solver: the largest KKT violation of a sample's block (MLR-L1, the measure of
-        LIBSVM's ``eps``), or the largest change of a dual variable in margin units (MLR-GL).
+        LIBSVM's ``eps``), or the largest change of a dual variable in margin units (MLR-GL); the initial one of
+        MK-MLR's inner solves (tightened by the outer loop).
     max_sweeps : int, default=1000
-        Maximum passes of the ranking solver over the samples.
-    mkl_tol : float, default=1e-3
-        MK-MLR: certified relative duality gap of the kernel weights' problem.
+        Maximum passes of the ranking solver over the samples, per solve.
     max_iter : int, default=100
         MK-MLR: maximum outer iterations.
-    half_factor : bool, default=False
-        MLR-L1's thesis-literal update (a spurious 1/2, erratum E10 of the spec): it solves the problem of the
-        kernel ``K/2 + Diag(K)/2``.  Use it to reproduce the thesis's published numbers; the default solves
-        the stated problem.
     kernel_dtype : {"float64", "float32"}, default="float64"
     kernel_backend : {"dense", "memmap", "lazy", "auto"}, default="dense"
         Storage of the kernels; with ``"lazy"`` the solver reads rows of the (combined) kernel on demand through
@@ -178,7 +203,11 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     memory_budget : int or str, optional
     cache_size : float, default=200
         Megabytes of kernel rows cached with a lazy kernel.
-    random_state : int or None, default=0
+    verbose : int, default=0
+        ``>= 1`` shows the solver's sweeps (one kernel) or the outer iterations with their certified gap
+        (MK-MLR): a progress bar on a terminal, log lines elsewhere.  Ctrl-C ends the fit with the model of the
+        last completed sweep (or the best certified outer iterate) and a ``FitInterruptedWarning``.
+    random_state : int, RandomState or None, default=0
         Seed of the solver's visiting orders.
 
     Attributes
@@ -197,14 +226,17 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     threshold_ : dict
         The fitted threshold rule (``rule``, ``coef``, ``intercept``).
     n_iter_ : int
-        Solver sweeps (MLR) or outer iterations (MK-MLR).
+        Solver sweeps (MLR, summed over the re-runs) or outer iterations (MK-MLR).
     pairless_samples_ : ndarray of int
         Training samples without a (relevant, irrelevant) pair of known labels: they do not enter the ranking
         loss (their coefficients are 0).
     kernel_names_ : list of str
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        When ``X`` is a DataFrame with string column names.
     fit_time_ : float
     results_ : MKLResult or None
-        MK-MLR's outer result (history included).
+        MK-MLR's outer result (history included; ``None`` after :meth:`load`).
 
     Notes
     -----
@@ -212,8 +244,35 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     :mod:`multikernel.ranking.labels` for why ``NaN``): an unknown label is neither relevant nor irrelevant.  A
     sample without a relevant (or without an irrelevant) known label has no pair and is left out of the ranking
     loss (listed in ``pairless_samples_``); a label never relevant in training is learnt as always ranked below
-    the relevant labels (the ranking loss is defined for it, unlike a one-vs-rest classifier's).
+    the relevant labels (the ranking loss is defined for it, unlike a one-vs-rest classifier's).  :meth:`score`
+    is one minus the ranking loss over the known labels.
     """
+
+    _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
+        "method": [Options(*METHODS)],
+        "C": [Real(low=0)],
+        "eta": [Real(low=1, closed="left"), NoneValue()],
+        "regularizer": [Plugin("regularizer")],
+        "solver": [Plugin("solver")],
+        "threshold": [Options(*THRESHOLD_RULES), Real()],
+        "tol": [Real(low=0)],
+        "inner_tol": [Real(low=0)],
+        "max_sweeps": [Integer(low=1)],
+        "max_iter": [Integer(low=1)],
+        "verbose": [Integer(low=0)],
+        "random_state": [RandomState()],
+    }
+    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {
+        **KERNEL_INPUT_FITTED,
+        "coef_": FittedSpec("real", (2,)),
+        "weights_": FittedSpec("real", (1,)),
+        "classes_": FittedSpec("int", (1,)),
+        "objective_": FittedSpec("real", (0,)),
+        "dual_gap_": FittedSpec("real", (0,)),
+        "threshold_": FittedSpec("any"),
+        "n_iter_": FittedSpec("int", (0,)),
+        "pairless_samples_": FittedSpec("int", (1,)),
+    }
 
     def __init__(
         self,
@@ -224,19 +283,18 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         kernel_params: dict[str, Any] | None = None,
         normalize: str = "trace",
         standardize: bool = False,
-        regularizer: str = "simplex",
-        regularizer_params: dict[str, Any] | None = None,
-        solver: str = "level",
+        regularizer: str | Component = "simplex",
+        solver: str | Component = "level",
         threshold: str | float = "linear",
         tol: float = 1e-3,
+        inner_tol: float = 1e-3,
         max_sweeps: int = 1000,
-        mkl_tol: float = 1e-3,
         max_iter: int = 100,
-        half_factor: bool = False,
         kernel_dtype: str = "float64",
         kernel_backend: str = "dense",
         memory_budget: int | str | None = None,
         cache_size: float = 200.0,
+        verbose: int = 0,
         random_state: int | None = 0,
     ) -> None:
         self.method = method
@@ -247,40 +305,27 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         self.normalize = normalize
         self.standardize = standardize
         self.regularizer = regularizer
-        self.regularizer_params = regularizer_params
         self.solver = solver
         self.threshold = threshold
         self.tol = tol
+        self.inner_tol = inner_tol
         self.max_sweeps = max_sweeps
-        self.mkl_tol = mkl_tol
         self.max_iter = max_iter
-        self.half_factor = half_factor
         self.kernel_dtype = kernel_dtype
         self.kernel_backend = kernel_backend
         self.memory_budget = memory_budget
         self.cache_size = cache_size
+        self.verbose = verbose
         self.random_state = random_state
 
-    def _check_params(self) -> None:
-        def positive(name: str, value: Any, integer: bool = False) -> None:
-            kind = numbers.Integral if integer else numbers.Real
-            if not (isinstance(value, kind) and not isinstance(value, bool) and np.isfinite(value) and value > 0):
-                raise ValueError(f"{name} must be a positive {'integer' if integer else 'finite number'}; "
-                                 f"got {value!r}")
+    def _part(self, kind: str) -> Component:
+        value = getattr(self, kind)
+        return get_registry().create(kind, value) if isinstance(value, str) else value
 
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}; got {self.method!r}")
-        positive("C", self.C)
-        positive("tol", self.tol)
-        positive("mkl_tol", self.mkl_tol)
-        positive("max_sweeps", self.max_sweeps, integer=True)
-        positive("max_iter", self.max_iter, integer=True)
-        if self.eta is not None and not (isinstance(self.eta, numbers.Real) and self.eta >= 1):
-            raise ValueError(f"eta must be None or a number >= 1; got {self.eta!r}")
-        if not (isinstance(self.threshold, numbers.Real) or self.threshold in THRESHOLD_RULES):
-            raise ValueError(f"threshold must be one of {THRESHOLD_RULES} or a number; got {self.threshold!r}")
-        if self.half_factor and self.method != "mlr_l1":
-            raise ValueError("half_factor is MLR-L1's thesis-literal update; it does not apply to mlr_gl")
+    def _seed(self) -> Any:
+        # the solver takes an int seed or a numpy Generator; a RandomState instance gives one seed from its stream
+        rs = self.random_state
+        return int(rs.randint(2**31 - 1)) if isinstance(rs, np.random.RandomState) else rs
 
     # ------------------------------------------------------------------------------------------
     # fit
@@ -298,32 +343,32 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        start = time.perf_counter()
-        self._check_params()
-        if Y is None:
-            raise ValueError(f"{type(self).__name__} requires Y to be passed, but the target Y is None")
-        stack, _ = self._fit_stack(X)
-        Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
-        pairless = pairless_samples(Ysign)
-        if pairless.all():
-            raise ValueError("no training sample has both a relevant (1) and an irrelevant (0) known label, so "
-                             "there is no label pair to rank; check Y (1 = relevant, 0 = irrelevant, NaN = unknown)")
-        self.pairless_samples_ = np.flatnonzero(pairless)
-        self.classes_ = np.arange(Ysign.shape[1])
-        M = stack.n_kernels
-        learnt = M > 1 and self.regularizer != "uniform"
-        if learnt and self.method != "mlr_l1":
-            raise ValueError(f"learnt kernel weights (MK-MLR) use MLR-L1 (thesis ch. 6); with method="
-                             f"{self.method!r} and {M} kernels use regularizer='uniform' (the average kernel)")
-        self.results_ = None
-        if learnt:
-            self._fit_mkl(stack, Ysign)
-        else:
-            self._fit_single(stack, Ysign, np.full(M, 1.0 / M))
-        self.fit_time_ = time.perf_counter() - start
+        with self._fit_context(total=None, desc=f"{type(self).__name__}: {self.method}") as progress:
+            if Y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            stack, _ = self._fit_stack(X)
+            Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
+            pairless = pairless_samples(Ysign)
+            if pairless.all():
+                raise ValueError("no training sample has both a relevant (1) and an irrelevant (0) known label, so "
+                                 "there is no label pair to rank; check Y (1 = relevant, 0 = irrelevant, NaN = "
+                                 "unknown)")
+            self.pairless_samples_ = np.flatnonzero(pairless)
+            self.classes_ = np.arange(Ysign.shape[1])
+            M = stack.n_kernels
+            regularizer = self._part("regularizer")
+            learnt = M > 1 and regularizer.domain != "point"
+            if learnt and self.method != "mlr_l1":
+                raise ValueError(f"learnt kernel weights (MK-MLR) use MLR-L1 (thesis ch. 6); with method="
+                                 f"{self.method!r} and {M} kernels use regularizer='uniform' (the average kernel)")
+            self.results_ = None
+            if learnt:
+                self._fit_mkl(stack, Ysign, regularizer, progress)
+            else:
+                self._fit_single(stack, Ysign, np.full(M, 1.0 / M), progress)
         return self
 
-    def _fit_single(self, stack: KernelStack, Ysign: np.ndarray, weights: np.ndarray) -> None:
+    def _fit_single(self, stack: KernelStack, Ysign: np.ndarray, weights: np.ndarray, progress: Any) -> None:
         if not isinstance(stack, DenseStack):
             # a lazy stack's own column provider (blocks of columns on demand); a stack without one combines
             K = stack.column_provider(weights)
@@ -333,33 +378,60 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
             K = stack.kernel(0)  # the stored kernel itself (float32 stays float32): no n x n copy
         else:
             K = stack.combine(weights)
-        sol = solve_mlr(K, Ysign, float(self.C), loss=self.method[4:], eta=self.eta, tol=self.tol,
-                        max_sweeps=self.max_sweeps, half_factor=self.half_factor, random_state=self.random_state,
-                        cache_size=self.cache_size)
         diag = K.diagonal() if isinstance(K, KernelColumns) else np.diagonal(K)
         self.weights_ = weights
-        self.coef_ = sol.coef
-        self.n_iter_ = sol.n_sweeps
-        if self.method == "mlr_l1":
-            self.objective_ = sol.primal_objective
-            self.dual_gap_ = (sol.primal_objective - sol.dual_objective) / max(abs(sol.primal_objective), 1e-12)
-        else:
-            self.objective_, self.dual_gap_ = sol.dual_objective, float("nan")
-        self.threshold_ = learn_thresholds(sol.scores - diag[:, None] * sol.coef, Ysign, self.threshold)
+        rng = np.random.default_rng(self._seed())
+        inner_tol, coef0, sweeps = float(self.inner_tol), None, 0
 
-    def _fit_mkl(self, stack: KernelStack, Ysign: np.ndarray) -> None:
+        def on_sweep(n_sweeps: int, violation: float, snapshot: Callable[[], Any]) -> None:
+            # Ctrl-C keeps the coefficients of the last completed sweep (feasible: every block update keeps the
+            # constraints), with their objectives and thresholds
+            done = sweeps + n_sweeps
+
+            def keep() -> None:
+                sol = snapshot()
+                self._store_solution(sol.coef, sol.scores, diag, Ysign, done, sol.primal_objective,
+                                     sol.dual_objective)
+
+            progress.update(keep=keep, violation=violation)
+
+        while True:
+            sol = solve_mlr(K, Ysign, float(self.C), loss=self.method[4:], eta=self.eta, coef0=coef0, tol=inner_tol,
+                            max_sweeps=self.max_sweeps, random_state=rng, cache_size=self.cache_size,
+                            callback=on_sweep)
+            sweeps += sol.n_sweeps
+            gap = _relative_gap(sol.primal_objective, sol.dual_objective)
+            # MLR-L1's gap certifies the solve; tighten the KKT tolerance until it is within tol
+            if self.method != "mlr_l1" or gap <= self.tol or inner_tol <= INNER_TOL_FLOOR:
+                break
+            inner_tol, coef0 = max(inner_tol * 0.1, INNER_TOL_FLOOR), sol.coef
+        self._store_solution(sol.coef, sol.scores, diag, Ysign, sweeps, sol.primal_objective, sol.dual_objective)
+
+    def _store_solution(self, coef: np.ndarray, scores: np.ndarray, diag: np.ndarray, Ysign: np.ndarray,
+                        n_iter: int, primal: float, dual: float) -> None:
+        self.coef_ = coef
+        self.n_iter_ = int(n_iter)
+        if self.method == "mlr_l1":
+            self.objective_, self.dual_gap_ = float(primal), _relative_gap(primal, dual)
+        else:
+            self.objective_, self.dual_gap_ = float(dual), float("nan")
+        self.threshold_ = learn_thresholds(scores - diag[:, None] * coef, Ysign, self.threshold)
+
+    def _fit_mkl(self, stack: KernelStack, Ysign: np.ndarray, regularizer: Component, progress: Any) -> None:
+        # the outer solvers handle Ctrl-C themselves (the best certified iterate, FitInterruptedWarning)
         problem = MKLProblem(stack=stack, y=None, loss=None,
                              inner=RankingInner(Ysign, float(self.C), max_sweeps=self.max_sweeps,
-                                                random_state=self.random_state),
-                             regularizer=get_registry().create("regularizer", self.regularizer,
-                                                               **(self.regularizer_params or {})),
-                             tol=self.mkl_tol, max_iter=self.max_iter, inner_tol=self.tol)
-        result = get_registry().create("solver", self.solver).solve(problem)
+                                                random_state=self._seed()),
+                             regularizer=regularizer, tol=self.tol, max_iter=self.max_iter, inner_tol=self.inner_tol,
+                             callback=progress.as_callback() if self.verbose else None)
+        result = self._part("solver").solve(problem)
         self.results_ = result
+        if result.interrupted:
+            self.interrupted_ = True
         self.weights_ = np.asarray(result.weights, dtype=np.float64)
         self.coef_ = np.ascontiguousarray(np.asarray(result.coef).T)
-        self.n_iter_ = result.n_iter
-        self.objective_, self.dual_gap_ = result.objective, result.dual_gap
+        self.n_iter_ = int(result.n_iter)
+        self.objective_, self.dual_gap_ = float(result.objective), float(result.dual_gap)
         # leave-one-out training scores, as _fit_single's: without forming the combined kernel (lazy stacks)
         diag = self.weights_ @ stack.diag()
         scores = _combined_product(stack, self.weights_, self.coef_) - diag[:, None] * self.coef_
@@ -370,7 +442,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------------------------------
     def decision_function(self, X: Any) -> np.ndarray:
         """Label scores, shape (n_samples, n_labels): rank a sample's labels by them (higher = more relevant)."""
-        check_is_fitted(self)
+        self._check_fitted()
         return _combined_product(self._cross_stack(X), self.weights_, self.coef_)
 
     def predict(self, X: Any) -> np.ndarray:
@@ -378,3 +450,21 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, BaseEstimator):
         scores = self.decision_function(X)
         t = scores @ self.threshold_["coef"] + self.threshold_["intercept"]
         return (scores > t[:, None]).astype(np.int64)
+
+    def _restore_unsaved(self) -> None:
+        self.results_ = None
+
+    def _check_loaded(self) -> None:
+        check_loaded_kernel_input(self, self.coef_.shape[0])
+        n_labels = len(self.classes_)
+        if self.coef_.shape[1] != n_labels or len(self.weights_) != len(self.kernel_names_):
+            raise ValueError(f"coefficients of shape {self.coef_.shape}, {len(self.weights_)} weights, "
+                             f"{n_labels} labels and {len(self.kernel_names_)} kernels do not fit together")
+        rule = self.threshold_
+        if not (isinstance(rule, dict) and set(rule) == {"rule", "coef", "intercept"}
+                and np.shape(rule["coef"]) == (n_labels,) and isinstance(rule["intercept"], numbers.Real)):
+            raise ValueError("a threshold rule that is not (rule, coef of one entry per label, intercept)")
+
+
+def _relative_gap(primal: float, dual: float) -> float:
+    return float((primal - dual) / max(abs(primal), 1e-12))

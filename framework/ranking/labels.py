@@ -44,6 +44,9 @@ def check_label_matrix(Y: Any, n_samples: int | None = None, *, allow_missing: b
     """
     if hasattr(Y, "toarray"):
         Y = Y.toarray()
+    if np.asarray(Y).dtype.kind == "c":  # float64 conversion would drop the imaginary parts silently
+        raise ValueError(f"{what} holds complex numbers; it must hold 0 (irrelevant), 1 (relevant) and NaN "
+                         f"(unknown)")
     try:
         arr = np.array(Y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -71,6 +74,8 @@ def check_label_matrix(Y: Any, n_samples: int | None = None, *, allow_missing: b
         if np.all(np.isin(observed, (-1.0, 0.0, 1.0))) and (observed == -1).any():
             hint = (" If -1 means 'irrelevant' (the {-1, +1} encoding), pass (Y > 0).astype(int); if it means "
                     "'unknown', replace it by NaN")
+        elif np.any(values != np.round(values)):
+            hint = " Continuous values are not labels (Unknown label type: continuous)"
         raise ValueError(f"{what} must hold only 0 (irrelevant), 1 (relevant) and NaN (unknown); found "
                          f"{shown}.{hint}")
     return arr

@@ -12,7 +12,9 @@ scikit-learn already has ``label_ranking_loss``, ``coverage_error`` and ``label_
   interpolated average precision (or the non-interpolated one), averaged over samples;
 * :func:`label_average_precision` -- the thesis's *category-based MAP* (section 8.2): per label, the average
   precision of the ranking of the samples, averaged over labels;
-* :func:`recall_at_k` -- per sample, the fraction of its relevant labels among its ``k`` top-ranked ones.
+* :func:`recall_at_k` -- per sample, the fraction of its relevant labels among its ``k`` top-ranked ones;
+* :func:`known_ranking_loss` -- scikit-learn's ``label_ranking_loss`` over the known labels only, for label
+  matrices with unknown (``NaN``) entries (the rankers' ``score`` is one minus it).
 
 Every function takes ``Y_true`` (n_samples, n_labels) of 0/1 (dense or sparse) and ``scores`` of the same shape
 (higher = more relevant; ``decision_function`` of any ranker), and returns a fraction (multiply by 100 for the
@@ -40,6 +42,7 @@ __all__ = [
     "example_average_precision",
     "label_average_precision",
     "recall_at_k",
+    "known_ranking_loss",
     "ranking_scores",
 ]
 
@@ -171,6 +174,43 @@ def recall_at_k(Y_true: Any, scores: Any, k: int | Sequence[int]) -> float | np.
     at = np.minimum(ks, Y.shape[1]) - 1
     recall = (found[:, at] / Y.sum(axis=1, keepdims=True)).mean(axis=0)
     return float(recall[0]) if np.ndim(k) == 0 else recall
+
+
+def known_ranking_loss(Y_true: Any, scores: Any) -> float:
+    """``sklearn.metrics.label_ranking_loss`` over the known labels: ``NaN`` entries of ``Y_true`` are ignored.
+
+    Per sample, the fraction of its (relevant, irrelevant) pairs of known labels whose relevant label does not
+    score strictly above the irrelevant one (a tie counts as a mis-ordered pair, as in scikit-learn); a sample
+    without such a pair counts 0, and the mean is over all samples (scikit-learn's conventions, so that on
+    complete labels both functions agree).
+
+    Parameters
+    ----------
+    Y_true : array-like of shape (n_samples, n_labels)
+        1 relevant, 0 irrelevant, ``NaN`` unknown.
+    scores : array-like of shape (n_samples, n_labels)
+
+    Returns
+    -------
+    float
+        In [0, 1]; lower is better.
+    """
+    Y = check_label_matrix(Y_true, what="Y_true")
+    S = np.asarray(scores, dtype=np.float64)
+    if S.shape != Y.shape:
+        raise ValueError(f"scores must have the shape of Y_true {Y.shape}; got {S.shape}")
+    if not np.isfinite(S).all():
+        raise ValueError("scores must be finite")
+    relevant, irrelevant = Y == 1, Y == 0
+    # bad[i, k, l]: relevant k does not score above irrelevant l (n x m x m, by blocks of samples)
+    loss = np.zeros(len(Y))
+    step = max(1, 2**22 // max(1, Y.shape[1] ** 2))
+    for start in range(0, len(Y), step):
+        s, r, q = S[start:start + step], relevant[start:start + step], irrelevant[start:start + step]
+        bad = (s[:, :, None] <= s[:, None, :]) & r[:, :, None] & q[:, None, :]
+        pairs = r.sum(axis=1) * q.sum(axis=1)
+        loss[start:start + step] = np.where(pairs > 0, bad.sum(axis=(1, 2)) / np.maximum(pairs, 1), 0.0)
+    return float(loss.mean())
 
 
 def ranking_scores(Y_true: Any, scores: Any) -> dict[str, float]:

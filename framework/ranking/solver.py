@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -331,6 +332,7 @@ def solve_mlr(
     random_state: int | np.random.Generator | None = 0,
     backend: str = "cython",
     cache_size: float = 200.0,
+    callback: Callable[[int, float, Callable[[], RankingSolution]], None] | None = None,
 ) -> RankingSolution:
     """Solve MLR-L1 or MLR-GL on one kernel by block coordinate ascent.
 
@@ -365,6 +367,10 @@ def solve_mlr(
         The compiled sweep (``_ext/_mlr.pyx``) or the numpy reference (same steps, for tests).
     cache_size : float
         Megabytes of kernel rows cached for a :class:`~multikernel.solve.smo.KernelColumns` kernel.
+    callback : callable, optional
+        Called after every sweep as ``callback(n_sweeps, violation, snapshot)``; ``snapshot()`` returns the
+        :class:`RankingSolution` of the current (feasible) iterate, with copies of its arrays: what an estimator
+        keeps when the user interrupts the solve.
 
     Returns
     -------
@@ -431,10 +437,22 @@ def solve_mlr(
         if n_updates == 0 and viol <= tol:
             converged = True
             break
+        if callback is not None:
+            state = (S, F, n_sweeps, viol)
+            callback(n_sweeps, viol, lambda state=state: _solution(
+                state[0].copy(), np.array(state[1]), Ysign, diag, C, loss, eta, half_factor,
+                None if gamma_sq is None else gamma_sq.copy(), state[3], state[2], False))
     if not converged:
         warnings.warn(f"the MLR-{loss.upper()} solver stopped at max_sweeps={max_sweeps} with a violation of "
                       f"{viol:.3g} > tol={tol:g}; increase max_sweeps or tol", ConvergenceWarning, stacklevel=2)
-    F = np.ascontiguousarray(F)
+    return _solution(S, np.ascontiguousarray(F), Ysign, diag, C, loss, eta, half_factor, gamma_sq, viol, n_sweeps,
+                     converged)
+
+
+def _solution(S: np.ndarray, F: np.ndarray, Ysign: np.ndarray, diag: np.ndarray, C: float, loss: str,
+              eta: float | None, half_factor: bool, gamma_sq: np.ndarray | None, viol: float, n_sweeps: int,
+              converged: bool) -> RankingSolution:
+    """The solution at coefficients ``S`` with scores ``F = K S``: objectives and the stopping measure."""
     Feff = _effective_scores(F, S, diag, half_factor)
     if loss == "l1":
         dual, primal = l1_objectives(Feff, S, Ysign, C)

@@ -27,8 +27,8 @@ from multikernel.stack.combination import CombinedKernel
 from multikernel.stack.products import CombinedColumns, StackProducts, supports_products
 
 __all__ = ["OuterLoop", "OuterSolver", "Evaluator", "Iterate", "Stalled", "Converged", "start_point", "fixed_weights",
-           "certified_lower_bound", "revived", "INNER_TOL_FLOOR", "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP",
-           "inner_tol_floor"]
+           "certified_lower_bound", "certified_forms", "truncation_slack", "revived", "INNER_TOL_FLOOR",
+           "FLOAT32_INNER_TOL_FLOOR", "RESOLVABLE_GAP", "inner_tol_floor"]
 
 #: The finest inner tolerance the loop asks for: below it the inner solvers' rounding errors dominate.  It was 1e-9
 #: until a warm-started walk to C = 1e4 on a kernel scaled by 1e3 (objective 4.5e-3) stalled at a certified gap of
@@ -75,6 +75,26 @@ def certified_lower_bound(problem: MKLProblem, alpha: np.ndarray, q: np.ndarray)
     return ray_lower_bound(problem.regularizer, q, *ray, plain=plain)
 
 
+def truncation_slack(problem: MKLProblem, coef: np.ndarray) -> np.ndarray | None:
+    """What the quadratic forms of ``coef`` on the exact kernels may exceed those of the stack by, per kernel.
+
+    ``None`` for a stack that holds its kernels exactly; a factored stack
+    (:class:`~multikernel.stack.factored.FactoredStack`) bounds the forms of its truncation residuals.
+    """
+    bound = getattr(problem.stack, "truncation_bound", None)
+    return None if bound is None else bound(coef)
+
+
+def certified_forms(problem: MKLProblem, coef: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Quadratic forms for a certified lower bound: ``q`` plus :func:`truncation_slack`.
+
+    ``dual_bound`` is non-decreasing in ``q`` (the weights are non-negative), so the lower bound at forms
+    that bound the exact kernels' from above bounds the optimum of the problem on the exact kernels.
+    """
+    slack = truncation_slack(problem, coef)
+    return q if slack is None else q + slack
+
+
 def fixed_weights(problem: MKLProblem) -> bool:
     """Whether the domain of the weights is a single point (the average kernel): no weight step, and no
     quadratic forms, since the certificate is then the inner solve's own gap."""
@@ -104,6 +124,8 @@ class OuterLoop:
         self.n_iter = 0
         self.inner_tol = problem.inner_tol
         self.inner_tol_floor = inner_tol_floor(problem.stack)
+        #: The best lower bound without the truncation slack of a factored stack's kernels (``-inf`` on other stacks).
+        self.untruncated_lower = -math.inf
 
     def offer(self, mu: np.ndarray, sol: InnerSolution, q: np.ndarray | None) -> tuple[float, float]:
         """Update the bounds with an evaluated point that is not an iterate (a line-search trial).
@@ -117,11 +139,18 @@ class OuterLoop:
         p = self.problem
         upper = sol.primal_objective + p.regularizer.penalty(mu)
         if q is not None:
-            lower = certified_lower_bound(p, sol.alpha, q)
+            slack = truncation_slack(p, sol.coef)
+            lower = certified_lower_bound(p, sol.alpha, q if slack is None else q + slack)
+            if slack is not None:
+                # the bound on the factored kernels alone: the advice of a fit that stops short names the truncation
+                self.untruncated_lower = max(self.untruncated_lower, certified_lower_bound(p, sol.alpha, q))
         elif fixed_weights(p):
             # D = {mu}: dual_bound(q/2) = mu'q/2 - Omega(mu), and L(alpha) - mu'q/2 is the inner dual
             # objective on K(mu), which the inner solve computed without reading the stack again
             lower = sol.dual_objective + p.regularizer.penalty(mu)
+            slack = truncation_slack(p, sol.coef)
+            if slack is not None:
+                lower -= 0.5 * float(mu @ slack)
         else:
             lower = -math.inf
         if upper < self.upper:
@@ -204,6 +233,10 @@ class OuterLoop:
     def _advice(self, stalled: bool, solver: str) -> str:
         """What would help a solve that stopped short of ``tol`` (``solver``: the name of the one that did)."""
         inner = self.inner_gap
+        untruncated = (self.upper - self.untruncated_lower) / max(abs(self.upper), 1e-12)
+        if math.isfinite(self.gap) and untruncated <= self.problem.tol < self.gap:
+            return (f"the truncation of the factored kernels keeps it above tol (without it the gap would be "
+                    f"{max(untruncated, 0.0):.3g}): a smaller factor_tol helps")
         if self.inner_limited:
             if self.inner_tol > self.inner_tol_floor:
                 return (f"the inner solves' own gap ({inner:.3g}) keeps it above tol: a smaller inner_tol "

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.sparse.linalg import LinearOperator, minres
 from sklearn.exceptions import ConvergenceWarning
 
-from multikernel._ext import _smo, _stack
+from multikernel._ext import _box, _smo, _stack
 from multikernel.core.interfaces import KernelColumns
 from multikernel.core.validation import check_positive_real
 
@@ -201,30 +201,9 @@ def fill_to_sum(beta: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float)
 
 
 def _project(x0: np.ndarray, lb: np.ndarray, ub: np.ndarray, target: float) -> np.ndarray:
-    """Euclidean projection of ``x0`` on ``{lb <= x <= ub, sum(x) = target}`` (bisection on the shift)."""
-
-    def h(lam: float) -> float:
-        return float(np.clip(x0 + lam, lb, ub).sum())
-
-    lo_lam, hi_lam = 0.0, 0.0
-    step = max(1.0, abs(target - h(0.0)))
-    if h(0.0) < target:
-        hi_lam = step
-        while h(hi_lam) < target:
-            lo_lam, hi_lam = hi_lam, 2.0 * hi_lam
-    else:
-        lo_lam = -step
-        while h(lo_lam) > target:
-            hi_lam, lo_lam = lo_lam, 2.0 * lo_lam
-    for _ in range(100):
-        mid = 0.5 * (lo_lam + hi_lam)
-        if mid in (lo_lam, hi_lam):
-            break
-        if h(mid) < target:
-            lo_lam = mid
-        else:
-            hi_lam = mid
-    x = np.clip(x0 + 0.5 * (lo_lam + hi_lam), lb, ub)
+    """Euclidean projection of ``x0`` on ``{lb <= x <= ub, sum(x) = target}``; rounding's residual filled."""
+    x = _box.project(np.ascontiguousarray(x0, dtype=np.float64), np.ascontiguousarray(lb, dtype=np.float64),
+                     np.ascontiguousarray(ub, dtype=np.float64), float(target))
     fill_to_sum(x, lb, ub, target)
     return x
 
@@ -331,6 +310,9 @@ _POLISH_DENSE = 300          # faces up to this size are solved by an eigendecom
 _POLISH_MAX_STEPS = 30       # Newton steps of one polish (each one ends on the face's optimum or on a bound)
 _POLISH_MAX_ROUNDS = 20      # polishes per solve; then SMO runs on without stall detection
 _POLISH_MAX_MINRES = 500     # MINRES iterations per Newton step (each costs one f x f product)
+# Problems up to this size polish over every variable (an active-set walk across faces, up to 4 n more steps,
+# each an eigendecomposition of at most n x n: below 0.5 s per polish); larger ones polish the free face only.
+_POLISH_RELEASE_MAX = 100
 
 
 def _stall_window(n: int) -> int:
@@ -418,31 +400,41 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
 
     With the bound variables fixed, a step minimises the objective over the free ones under the equality
     constraints (:func:`_newton_direction`), taken to its exact line minimum or to the first bound on the way.
-    A step stopped by a bound fixes that variable and the next step solves the smaller face (a primal
-    active-set method, at most ``_POLISH_MAX_STEPS`` steps); the first full step ends the polish.  Variables
-    that should leave their bounds are SMO's to find when it restarts.  The objective never increases and the
-    point stays feasible to rounding.
+    A step stopped by a bound fixes that variable and the next step solves the smaller face: a primal
+    active-set method.  On problems of up to ``_POLISH_RELEASE_MAX`` variables it also releases, at each face
+    optimum, the bound variable whose KKT condition is violated most (against the face's equality multipliers),
+    so that a polish walks across faces to the optimum itself (at most ``_POLISH_MAX_STEPS + 4 n`` steps): at
+    large C on rank-deficient kernels SMO crawls from face to face as slowly as it crawls within one.  On larger
+    problems the first full step ends the polish, and variables that should leave their bounds are SMO's to find
+    when it restarts.  The objective never increases and the point stays feasible to rounding.
     """
-    free = np.flatnonzero((alpha > lo) & (alpha < up))
-    f = len(free)
-    if f == 0 or f > _POLISH_MAX_FREE:
+    n = len(alpha)
+    is_free = (alpha > lo) & (alpha < up)
+    n_free = int(is_free.sum())
+    if n_free == 0 or n_free > _POLISH_MAX_FREE:
         return None
-    Q = _face_kernel(Kd, provider, free)
-    Q *= np.outer(s[free], s[free])
-    Q[np.diag_indices(f)] += D[free]
-    a, g = alpha[free].copy(), G[free].copy()
-    lof, upf, cf, gf = lo[free], up[free], c[free], grp[free]
-    on = np.ones(f, dtype=bool)
+    release = n <= _POLISH_RELEASE_MAX
+    U = np.arange(n) if release else np.flatnonzero(is_free)  # the variables the polish may move
+    f = len(U)
+    Q = _face_kernel(Kd, provider, U)
+    Q *= np.outer(s[U], s[U])
+    Q[np.diag_indices(f)] += D[U]
+    a, g = alpha[U].copy(), G[U].copy()
+    lof, upf, cf, gf = lo[U], up[U], c[U], grp[U]
+    on = is_free[U].copy()
     decrease = 0.0
-    for _ in range(_POLISH_MAX_STEPS):
+    for _ in range(_POLISH_MAX_STEPS + (4 * n if release else 0)):
         idx = np.flatnonzero(on)
-        if len(idx) == 0 or (mode == 1 and len(idx) < 2):
-            break
         d = np.zeros(f)
-        d[idx] = _newton_direction(Q[np.ix_(idx, idx)], g[idx], _face_projector(cf[idx], gf[idx], mode), tol)
+        if len(idx) >= (2 if mode == 1 else 1):
+            d[idx] = _newton_direction(Q[np.ix_(idx, idx)], g[idx], _face_projector(cf[idx], gf[idx], mode), tol)
         slope = float(g @ d)
         if not (slope < 0.0):
-            break
+            k = _most_violated(a, g, lof, upf, cf, gf, on, mode, tol) if release else -1
+            if k < 0:
+                break
+            on[k] = True  # the face optimum: free the bound variable that should move, and solve the new face
+            continue
         Qd = Q @ d
         curv = float(d @ Qd)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -456,7 +448,9 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
         a += t * d
         g += t * Qd
         if t < t_max:
-            break
+            if not release:
+                break
+            continue
         # land exactly on the bound that stopped the step; that variable leaves the face
         bound = upf[k] if d[k] > 0 else lof[k]
         g += Q[:, k] * (bound - a[k])
@@ -465,10 +459,38 @@ def _polish(Kd: np.ndarray | None, provider: KernelColumns | None, alpha: np.nda
     if not (decrease < 0.0):
         return None
     new = alpha.copy()
-    new[free] = np.clip(a, lof, upf)
-    if not _keeps_equalities(new[free] - alpha[free], cf, gf, mode, float(np.abs(new[free]).max(initial=0.0))):
+    new[U] = np.clip(a, lof, upf)
+    if not _keeps_equalities(new[U] - alpha[U], cf, gf, mode, float(np.abs(new[U]).max(initial=0.0))):
         return None
     return new
+
+
+def _most_violated(a: np.ndarray, g: np.ndarray, lo: np.ndarray, up: np.ndarray, c: np.ndarray, grp: np.ndarray,
+                   on: np.ndarray, mode: int, tol: float) -> int:
+    """The variable off the face (``~on``) whose KKT condition is violated most, by more than ``tol / 2``, at a
+    face optimum; -1 if none.
+
+    In ``F = -c g`` the free variables of an equality's group share one value ``b`` (0 without equalities) at
+    the face optimum; a variable that may move along ``+c`` violates its condition by ``F_k - b``, one that may
+    move along ``-c`` by ``b - F_k`` (the two terms of SMO's gap ``max F_up - min F_low``).
+    """
+    F = -c * g
+    b = np.zeros(len(a))
+    if mode:
+        groups = [np.ones(len(a), dtype=bool)] if mode == 1 else [grp == 0, grp == 1]
+        for member in groups:
+            face = member & on
+            if face.any():
+                b[member] = float(np.mean(F[face]))
+            else:  # no free variable: the middle of the group's range of multipliers
+                m_up, m_low = _extremes(F[member], a[member], lo[member], up[member], c[member])
+                b[member] = 0.5 * (m_up + m_low) if np.isfinite(m_up) and np.isfinite(m_low) else 0.0
+    can_up = np.where(c > 0, a < up, a > lo)
+    can_low = np.where(c > 0, a > lo, a < up)
+    viol = np.maximum(np.where(can_up, F - b, -np.inf), np.where(can_low, b - F, -np.inf))
+    viol[on] = -np.inf
+    k = int(np.argmax(viol))
+    return k if viol[k] > 0.5 * tol else -1
 
 
 def _keeps_equalities(delta: np.ndarray, c: np.ndarray, grp: np.ndarray, mode: int, scale: float) -> bool:

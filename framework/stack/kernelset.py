@@ -12,6 +12,7 @@ from multikernel._pages import small_pages
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import check_positive_real
 from multikernel.stack.blocks import group_builders, raw_blocks, symmetric_path
+from multikernel.stack.factored import DEFAULT_FACTOR_TOL, build_factored, estimate_factored_memory
 from multikernel.stack.memory import (
     BACKENDS,
     StackMemoryEstimate,
@@ -40,10 +41,12 @@ class KernelSet:
         kernels and applied to the cross kernels (see :mod:`multikernel.stack.normalization`).
     dtype : {"float64", "float32"}
         Storage precision of the stacks (operations always return float64).
-    backend : {"dense", "memmap", "lazy", "auto"}
+    backend : {"dense", "memmap", "lazy", "factored", "auto"}
         Storage: in memory, in a memory-mapped file (``memmap_dir``, a temporary directory by default),
-        or recomputed from the features by blocks.  ``"auto"`` is ``"dense"`` when it fits in the
-        memory budget and ``"lazy"`` otherwise.
+        recomputed from the features by blocks, or factored (each kernel dense or ``L L'`` on the distinct
+        points of its features, :mod:`multikernel.stack.factored`; cross stacks are computed from the
+        builders, by blocks).  ``"auto"`` is ``"factored"`` when its memory estimate is at most half of the
+        dense one and fits the budget, else ``"dense"`` when that fits, else ``"lazy"``.
     memory_budget : int or str, optional
         Bytes a stack may use (``"4GB"``); by default the memory available now.  A stack that would
         not fit raises :class:`~multikernel.errors.MemoryBudgetError` before anything is allocated.
@@ -59,12 +62,17 @@ class KernelSet:
     cache_size : float, default=200
         The lazy backend's column cache, in megabytes: the inner SMO solver keeps the columns of the
         combined kernel it computes there (libsvm's ``cache_size``); no ``n x n`` matrix is formed.
+    factor_tol : float, default=1e-10
+        The factored backend's truncation: pivoted Cholesky stops when every residual diagonal entry is at
+        most this fraction of the kernel's largest diagonal entry.  The residual enters every certified
+        duality gap, so a looser ``factor_tol`` saves memory and time at the price of a looser certificate.
     """
 
     def __init__(self, builders: Sequence[KernelBuilder], normalize: str = "none", dtype: str = "float64",
                  backend: str = "dense", memory_budget: int | str | None = None,
                  memmap_dir: str | None = None, block_size: int | str = "256MB",
-                 cache_size: float = 200.0, standardize: bool = False) -> None:
+                 cache_size: float = 200.0, standardize: bool = False,
+                 factor_tol: float = DEFAULT_FACTOR_TOL) -> None:
         if normalize not in NORMALIZATIONS:
             raise ValueError(f"normalize must be one of {NORMALIZATIONS}; got {normalize!r}")
         if backend not in (*BACKENDS, "auto"):
@@ -83,6 +91,8 @@ class KernelSet:
         check_positive_real("cache_size (megabytes of kernel columns)", cache_size)
         self.cache_size = cache_size
         self.standardize = standardize
+        check_positive_real("factor_tol (the factors' relative truncation)", factor_tol)
+        self.factor_tol = factor_tol
 
     # ---------------------------------------------------------------------------------------------
     # Memory
@@ -123,18 +133,31 @@ class KernelSet:
             self.feature_mean_, self.feature_scale_ = scaler.mean_, scaler.scale_
             X = self._standardized(X)
         n = len(X)
-        self.backend_ = self._choose_backend(n, n, X.shape[1])
-        check_budget(self.estimate_memory(n, None, X.shape[1], self.backend_), self._budget())
+        factored = (estimate_factored_memory(self.builders, X, str(self.dtype))
+                    if self.backend in ("factored", "auto") else None)
+        if self.backend == "auto" and factored is not None and (
+                factored.resident <= 0.5 * self.estimate_memory(n, None, X.shape[1], "dense").resident
+                and factored.resident <= self._budget()):
+            self.backend_ = "factored"
+        else:
+            self.backend_ = self._choose_backend(n, n, X.shape[1])
+        estimate = factored if self.backend_ == "factored" else self.estimate_memory(n, None, X.shape[1],
+                                                                                      self.backend_)
+        check_budget(estimate, self._budget())
         for b in self.builders:
             b.fit(X)
         self.n_train_ = n
         if self.backend_ == "lazy":
             return self._fit_lazy(X)
+        if self.backend_ == "factored":
+            stack, norm = build_factored(self.builders, X, self.normalize, self.dtype, self.factor_tol)
+            self._store_normalization(norm)
+            return stack
         with small_pages():  # written once: huge-page faults cost more than the build (multikernel._pages)
             return self._fit_dense(X, n)
 
     def _fit_dense(self, X: np.ndarray, n: int) -> KernelStack:
-        norm_all = self._empty_normalization(len(self.builders), n)
+        norm_all = Normalization.empty(self.normalize, len(self.builders), n)
         # Kernels built by their symmetric paths, normalized symmetrically, are exactly symmetric: the stack
         # says so, and the solvers' first operation need not check it (a read of the whole stack).
         symmetric = True if all(symmetric_path(b) for b in self.builders) else None
@@ -156,17 +179,6 @@ class KernelSet:
                 data[m] = K
         self._store_normalization(norm_all)
         return finish()
-
-    def _empty_normalization(self, M: int, n: int) -> Normalization:
-        norm = Normalization(self.normalize)
-        if self.normalize == "trace":
-            norm.scale = np.ones(M)
-        elif self.normalize == "unit_diagonal":
-            norm.col_diag = norm.row_diag = np.ones((M, n))
-        elif self.normalize == "center":
-            norm.col_mean = norm.row_mean = np.zeros((M, n))
-            norm.grand = np.zeros(M)
-        return norm
 
     def _allocate(self, shape: tuple[int, int, int], symmetric: bool | None = None):
         if self.backend_ == "memmap":
@@ -226,10 +238,13 @@ class KernelSet:
             raise ValueError("call fit_stack before cross_stack")
         X = self._standardized(check_array(X, dtype=np.float64, order="C"))
         M, n, n_train = len(self.builders), len(X), self.n_train_
-        check_budget(self.estimate_memory(n, n_train, X.shape[1], self.backend_), self._budget())
+        # a factored training stack's cross stacks are the exact kernels from the builders, computed by blocks
+        lazy = self.backend_ in ("lazy", "factored")
+        check_budget(self.estimate_memory(n, n_train, X.shape[1], "lazy" if lazy else self.backend_),
+                     self._budget())
         fitted = self.normalization_
         row_diag = self._row_diag(X) if fitted.needs_row_diag else None
-        if self.backend_ == "lazy":
+        if lazy:
             row_mean = None
             if fitted.needs_row_mean:
                 raw = LazyStack(self.builders, X, Normalization("none"), n_train,

@@ -13,7 +13,7 @@ from multikernel.errors import MemoryBudgetError
 __all__ = ["StackMemoryEstimate", "estimate_stack_memory", "available_memory", "parse_bytes",
            "format_bytes", "check_budget", "BACKENDS"]
 
-BACKENDS = ("dense", "memmap", "lazy")
+BACKENDS = ("dense", "memmap", "lazy", "factored")
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
           "G": 1024**3, "GB": 1024**3, "GIB": 1024**3, "T": 1024**4, "TB": 1024**4, "TIB": 1024**4}
@@ -97,8 +97,9 @@ def estimate_stack_memory(n_kernels: int, n_rows: int, n_cols: int | None = None
         Stack shape (``n_cols = n_rows`` for a training stack).
     dtype : {"float64", "float32"}
         Storage precision.
-    backend : {"dense", "memmap", "lazy"}
-        Storage backend.
+    backend : {"dense", "memmap", "lazy", "factored"}
+        Storage backend.  Without the features, the factored backend's estimate is the dense one, an upper
+        bound (:func:`multikernel.stack.factored.estimate_factored_memory` counts the factors).
     n_features : int
         Number of features (the lazy backend keeps them).
     block_bytes : int or str
@@ -127,7 +128,7 @@ def estimate_stack_memory(n_kernels: int, n_rows: int, n_cols: int | None = None
         return StackMemoryEstimate(backend, n_kernels, n_rows, n_cols, str(np.dtype(dtype)),
                                    int(resident), 0, int(storage))
     work = 3 * cells * 8 + norm
-    if backend == "dense":
+    if backend in ("dense", "factored"):
         return StackMemoryEstimate(backend, n_kernels, n_rows, n_cols, str(np.dtype(dtype)),
                                    int(storage + work), 0, int(storage))
     return StackMemoryEstimate(backend, n_kernels, n_rows, n_cols, str(np.dtype(dtype)),
@@ -140,7 +141,10 @@ def check_budget(estimate: StackMemoryEstimate, budget: int) -> None:
         return
     M, n, m = estimate.n_kernels, estimate.n_rows, estimate.n_cols
     alternatives = []
-    if estimate.backend != "lazy":
+    if estimate.backend == "factored":
+        alternatives.append("a larger factor_tol (fewer factor columns, a looser certificate)")
+        alternatives.append("backend='lazy' (kernels recomputed from the features by blocks)")
+    elif estimate.backend != "lazy":
         if estimate.dtype == "float64":
             f32 = estimate_stack_memory(M, n, m, "float32", estimate.backend)
             fits = "fits" if f32.resident <= budget else "does not fit either"

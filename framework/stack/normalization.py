@@ -106,6 +106,19 @@ class Normalization:
             norm.grand = norm.col_mean.mean(axis=1)
         return norm
 
+    @classmethod
+    def empty(cls, kind: str, M: int, n: int) -> Normalization:
+        """Neutral constants for ``M`` kernels on ``n`` training samples, filled kernel by kernel as they are built."""
+        norm = cls(kind)
+        if kind == "trace":
+            norm.scale = np.ones(M)
+        elif kind == "unit_diagonal":
+            norm.col_diag = norm.row_diag = np.ones((M, n))
+        elif kind == "center":
+            norm.col_mean = norm.row_mean = np.zeros((M, n))
+            norm.grand = np.zeros(M)
+        return norm
+
     def for_rows(self, row_diag: np.ndarray | None, row_mean: np.ndarray | None) -> Normalization:
         """The same training constants with new row constants (for a cross stack)."""
         return attrs.evolve(self, row_diag=row_diag if self.needs_row_diag else None,
