@@ -21,7 +21,7 @@ from multikernel.core.tasks import TaskKind
 from multikernel.errors import ConfigError
 
 __all__ = ["Classification", "MultiLabelRanking", "SemiSupervised", "MultipleInstance", "Clustering",
-           "Bilinear", "CrossModal", "MetricLearning", "clustering_accuracy"]
+           "Bilinear", "CrossModal", "MetricLearning", "Regression", "OutlierDetection", "clustering_accuracy"]
 
 
 def clustering_accuracy(y_true: Any, labels: Any) -> float:
@@ -290,8 +290,41 @@ class MetricLearning(TaskKind):
         return {"accuracy": float(knn.score(estimator.transform(data.X[test]), data.y[test]))}
 
 
+class Regression(TaskKind):
+    description = "regression of a continuous target (fit(X, y), predict; R^2 and mean absolute error)"
+    labels = "continuous"
+    measures = (("r2", True), ("mae", False))
+
+    def evaluate(self, estimator: Any, data: Any, train: Any, test: Any, *, setting: Any = None,
+                 neighbors: int = 3, seed: int = 0) -> dict[str, float]:
+        from sklearn.metrics import mean_absolute_error, r2_score
+
+        estimator.fit(data.X[train], data.y[train])
+        predicted = estimator.predict(data.X[test])
+        return {"r2": float(r2_score(data.y[test], predicted)),
+                "mae": float(mean_absolute_error(data.y[test], predicted))}
+
+
+class OutlierDetection(TaskKind):
+    description = ("outlier detection (fit(X) on the training samples, labels unused; decision_function: higher = "
+                   "more normal): AUC and accuracy against the labels, the majority class of the training part "
+                   "being the normal one")
+    measures = (("auc", True), ("accuracy", True))
+
+    def evaluate(self, estimator: Any, data: Any, train: Any, test: Any, *, setting: Any = None,
+                 neighbors: int = 3, seed: int = 0) -> dict[str, float]:
+        from sklearn.metrics import roc_auc_score
+
+        classes, counts = np.unique(data.y[train], return_counts=True)
+        normal = data.y[test] == classes[np.argmax(counts)]
+        estimator.fit(data.X[train])
+        scores = estimator.decision_function(data.X[test])
+        auc = float(roc_auc_score(normal, scores)) if 0 < normal.sum() < len(normal) else float("nan")
+        return {"auc": auc, "accuracy": _accuracy(estimator.predict(data.X[test]) == 1, normal)["accuracy"]}
+
+
 @hookimpl
 def multikernel_task_kinds() -> dict[str, type[TaskKind]]:
     return {"classification": Classification, "bilinear": Bilinear, "multilabel_ranking": MultiLabelRanking,
             "ssl": SemiSupervised, "mil": MultipleInstance, "clustering": Clustering, "crossmodal": CrossModal,
-            "metric": MetricLearning}
+            "metric": MetricLearning, "regression": Regression, "outlier_detection": OutlierDetection}

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
 from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.kernel_ridge import KernelRidge
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
-from sklearn.svm import SVC
+from sklearn.svm import SVC, SVR, OneClassSVM
 from sklearn.utils.validation import validate_data
 
 from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
@@ -36,6 +37,8 @@ from multikernel.core.validation import check_class_labels, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.classifier import MKLClassifier
 from multikernel.estimators.classifier_cv import MKLClassifierCV
+from multikernel.estimators.one_class import MKLOneClass
+from multikernel.estimators.regressor import MKLRegressor
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
@@ -207,6 +210,14 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "products of the base kernels.", "Kobayashi, Low-rank bilinear classification: efficient convex "
            "optimization and extensions, IJCV 2014, section 4"),
     _entry("svc", "classification", SVC, "scikit-learn's SVC (one kernel).", ""),
+    # regression and outlier detection with learnt kernel weights, and scikit-learn's one-kernel baselines
+    _entry("mkl_regression", "regression", MKLRegressor, "MKL regression: epsilon-SVR or kernel ridge inner problems "
+           "with learnt kernel weights (every regularizer and solver, certified gap)."),
+    _entry("svr", "regression", SVR, "scikit-learn's SVR (one kernel).", ""),
+    _entry("kernel_ridge", "regression", KernelRidge, "scikit-learn's KernelRidge (one kernel).", ""),
+    _entry("mkl_one_class", "outlier_detection", MKLOneClass, "One-class MKL: the nu one-class SVM with learnt "
+           "kernel weights (certified gap)."),
+    _entry("one_class_svm", "outlier_detection", OneClassSVM, "scikit-learn's OneClassSVM (one kernel).", ""),
     # two modalities in one common space
     _entry("crossmodal", "crossmodal", CrossModalEmbedding, "Cross-modal learning: a trace-norm common space of "
            "two modalities from their class labels (no pairs).", "Kobayashi, Low-rank bilinear classification: "

@@ -123,7 +123,20 @@ def _metric(rng, n: int = 30):
     return (X, y), (X[:7],)
 
 
-DATA: dict[str, Callable] = {"classification": _classification, "ssl": _ssl, "mil": _mil,
+def _regression(rng, n: int = 30):
+    X = rng.normal(size=(n, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=n)
+    return (X, y), (X[:7],)
+
+
+def _outliers(rng, n: int = 30):
+    X = rng.normal(size=(n, 2))
+    X[:4] += 6.0
+    return (X,), (X[:7],)
+
+
+DATA: dict[str, Callable] = {"regression": _regression, "outlier_detection": _outliers,
+                             "classification": _classification, "ssl": _ssl, "mil": _mil,
                              "multilabel_ranking": _ranking, "clustering": _clustering, "bilinear": _bilinear,
                              "crossmodal": _crossmodal, "metric": _metric}
 
@@ -309,7 +322,7 @@ def _corrupt(fit_args: tuple, how: str, scale: float, task: str) -> tuple:
         X = np.ones_like(X, dtype=float)
     elif how == "wrong_ndim":
         X = X.reshape(-1)
-    elif len(args) > 1 and task not in ("clustering",):
+    elif len(args) > 1 and task not in ("clustering", "outlier_detection"):
         y = args[1]
         if how == "mixed_labels":
             y = y.astype(object)
@@ -366,7 +379,7 @@ def test_data_makers_are_learnable():
     # the round-trip test compares outputs, so a degenerate problem (one class) would prove little
     for task, make in DATA.items():
         fit_args, _ = make(np.random.default_rng(0))
-        if task in ("clustering",):
+        if task in ("clustering", "outlier_detection", "regression"):
             continue
         assert len(np.unique(np.asarray(fit_args[1]).astype(str))) >= 2, task
 
@@ -385,12 +398,12 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
 }
 
 # Estimators whose conformance has its own test (both kernel modes of MKLClassifier: tests/test_estimator.py; of
-# MKLClassifierCV: tests/test_classifier_cv.py; the rankers with their expected failures: tests/test_ranking_api.py;
-# hMKL in both kernel modes: tests/test_bilinear_hmkl.py; the supervised metric learners:
-# tests/test_itml_estimators.py), or that scikit-learn's checks cannot call: the cross-modal embedding's
-# fit(Xa, ya, Xb, yb) takes two modalities.
-OWN_CONFORMANCE_TEST = {"mkl", "mkl_cv", "mlr_l1", "mlr_gl", "mk_mlr", "avg_mlr", "ovr_svm", "ovr_platt", "mlknn",
-                        "hmkl", "itml", "itml_plus", "itml_s", "crossmodal"}
+# MKLClassifierCV: tests/test_classifier_cv.py; of MKLRegressor and MKLOneClass: tests/test_task_estimators.py; the
+# rankers with their expected failures: tests/test_ranking_api.py; hMKL in both kernel modes:
+# tests/test_bilinear_hmkl.py; the supervised metric learners: tests/test_itml_estimators.py), or that
+# scikit-learn's checks cannot call: the cross-modal embedding's fit(Xa, ya, Xb, yb) takes two modalities.
+OWN_CONFORMANCE_TEST = {"mkl", "mkl_cv", "mkl_regression", "mkl_one_class", "mlr_l1", "mlr_gl", "mk_mlr", "avg_mlr",
+                        "ovr_svm", "ovr_platt", "mlknn", "hmkl", "itml", "itml_plus", "itml_s", "crossmodal"}
 
 
 # Task kinds whose calling convention scikit-learn's checks cannot use (they call fit(X, y)): their estimators'

@@ -167,8 +167,9 @@ def _plugin(**hooks):
 @pytest.mark.parametrize("entries, fragment", [
     ({"mine": MLkNN}, r"'mine' maps to .*MLkNN.*; a task estimator is a multikernel\.TaskEstimator"),
     ({"mine": TaskEstimator("other", "mil", MLkNN)}, r"the key 'mine' maps to the task estimator named 'other'"),
-    ({"mine": TaskEstimator("mine", "regression", MLkNN)},
-     r"task estimator 'mine': task 'regression' is not a registered task kind. Kinds: bilinear, classification"),
+    ({"mine": TaskEstimator("mine", "regresion", MLkNN)},
+     r"task estimator 'mine': task 'regresion' is not a registered task kind. Did you mean 'regression'\? Kinds: "
+     r"bilinear, classification"),
     ({"mine": TaskEstimator("mine", "mil", 3)}, r"task estimator 'mine': factory 3 is not callable"),
     ({"mine": TaskEstimator("mine", "mil", MLkNN, {"C": 1.0})},
      r"task estimator 'mine': default parameter\(s\) 'C' not taken by 'MLkNN' \(it takes k, s, metric\)"),
