@@ -31,7 +31,7 @@ svm = LinearSVC(C=1.0, max_iter=20000).fit(X_train.reshape(len(X_train), -1), y_
 W_bilinear = bilinear.coef_.reshape(X.shape[1:])
 W_svm = svm.coef_.reshape(X.shape[1:])
 print(f"trace-norm bilinear: test accuracy {bilinear.score(X_test, y_test):.3f}, rank {bilinear.rank_[0]}, "
-      f"certified gap {bilinear.duality_gap_[0]:.1e}")
+      f"certified gap {bilinear.dual_gap_[0]:.1e}")
 print(f"linear SVM on vec(X): test accuracy {svm.score(X_test.reshape(len(X_test), -1), y_test):.3f}, "
       f"rank {np.linalg.matrix_rank(W_svm)}")
 
