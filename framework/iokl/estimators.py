@@ -8,9 +8,10 @@ and predict with the thesis's final classifier ``f(x) = sum_m K_m(x, X) beta_m +
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -102,10 +103,19 @@ class _IOKLBase(KernelInputMixin, MultikernelEstimator):
             return default_kernels()
         return super()._builders(n_features)
 
-    def _inputs(self, X: Any) -> tuple[KernelStack, np.ndarray | None]:
+    def _inputs(self, X: Any) -> KernelStack:
         """The input kernels of the training samples (``X`` validated: features or precomputed kernels)."""
-        stack, _ = self._fit_stack(X)
-        return stack, None
+        return self._fit_stack(X)[0]
+
+    @contextlib.contextmanager
+    def _cutting_plane_context(self) -> Iterator[None]:
+        """The fit context of every IOKL fit, whose progress :meth:`_run` gives the cutting plane's iterations."""
+        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
+                as self._progress:
+            try:
+                yield
+            finally:
+                del self._progress
 
     def _check_fitted(self) -> None:
         from sklearn.utils.validation import check_is_fitted
@@ -305,11 +315,10 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         -------
         self
         """
-        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
-                as self._progress:
+        with self._cutting_plane_context():
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-            inputs, _ = self._inputs(X)
+            inputs = self._inputs(X)
             y = check_class_labels(column_or_1d(y, warn=True))  # a column vector warns, as scikit-learn's
             n = inputs.n_rows
             if y.shape != (n,):
@@ -355,7 +364,6 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
             f = self._training_scores(inputs)
             self.transduction_ = y.copy() if unlabeled is not None else y.astype(classes.dtype)
             self.transduction_[free] = classes[(f[free] > 0).astype(int)]
-        del self._progress
         return self
 
     def __sklearn_tags__(self):  # noqa: D105
@@ -539,13 +547,11 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         -------
         self
         """
-        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
-                as self._progress:
+        with self._cutting_plane_context():
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
-            inputs, _ = self._inputs(X)
+            inputs = self._inputs(X)
             self._fit_bags(inputs, y, bags)
-        del self._progress
         return self
 
     def _fit_bags(self, inputs: KernelStack, y: Any, bags: Any) -> None:
@@ -694,11 +700,9 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         -------
         self
         """
-        with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: cutting-plane iterations") \
-                as self._progress:
-            inputs, _ = self._inputs(X)
+        with self._cutting_plane_context():
+            inputs = self._inputs(X)
             self._cluster(inputs)
-        del self._progress
         return self
 
     def _cluster(self, inputs: KernelStack) -> None:
