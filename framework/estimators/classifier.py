@@ -11,7 +11,7 @@ from sklearn.base import ClassifierMixin
 from multikernel.core.interfaces import Component, KernelBuilder
 from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Plugin, Real
 from multikernel.estimators.base import FittedSpec, MultikernelEstimator
-from multikernel.estimators.kernel_input import KernelInputMixin
+from multikernel.estimators.kernel_input import KERNEL_INPUT_FITTED, KernelInputMixin, check_loaded_kernel_input
 from multikernel.solve.fit import (
     FittedMKL,
     Parts,
@@ -155,12 +155,7 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         "objective_": FittedSpec("real", (0, 1)),
         "dual_gap_": FittedSpec("real", (0, 1)),
         "support_": FittedSpec("int", (1,)),
-        "kernel_names_": FittedSpec("text", (1,)),
-        "kernel_set_": FittedSpec("any", required=False),
-        "n_features_in_": FittedSpec("int", (0,)),
-        "feature_names_in_": FittedSpec("text", (1,), required=False),
-        "n_train_": FittedSpec("int", (0,), required=False),
-        "precomputed_layout_": FittedSpec("text", (0,), required=False),
+        **KERNEL_INPUT_FITTED,
     }
 
     def __init__(
@@ -310,20 +305,13 @@ class MKLClassifier(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         self.results_ = []  # the solvers' histories are not saved
 
     def _check_loaded(self) -> None:
-        if not self._precomputed and self.kernel_set_ is None:
-            raise ValueError("a model fitted on features without its kernel set")
-        if self._precomputed and getattr(self, "n_train_", None) is None:
-            raise ValueError("a precomputed-kernel model without its number of training samples")
+        check_loaded_kernel_input(self, self.dual_coef_.shape[1])
         weights = np.atleast_2d(self.weights_)
         n_kernels = len(self.kernel_names_)
         if weights.shape[1] != n_kernels or self.dual_coef_.shape[0] != len(self.intercept_) or \
                 weights.shape[0] not in (1, self.dual_coef_.shape[0]):
             raise ValueError(f"weights of shape {weights.shape}, dual coefficients {self.dual_coef_.shape} and "
                              f"{len(self.intercept_)} intercepts for {n_kernels} kernels do not fit together")
-        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else self.n_train_
-        if self.dual_coef_.shape[1] != n_train:
-            raise ValueError(f"{self.dual_coef_.shape[1]} dual coefficients per problem for {n_train} training "
-                             f"samples")
         if self.target_type_ not in ("binary", "multiclass", "multilabel"):
             raise ValueError(f"unknown target type {self.target_type_!r}")
 

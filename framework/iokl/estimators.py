@@ -36,7 +36,7 @@ from multikernel.core.validation import (
     shown,
 )
 from multikernel.estimators.base import MultikernelEstimator
-from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
+from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam, check_loaded_kernel_input
 from multikernel.iokl.checks import labelled_ratio, warn_one_class
 from multikernel.iokl.cutting_plane import (
     DEFAULT_SOLVER,
@@ -126,9 +126,7 @@ class _IOKLBase(KernelInputMixin, MultikernelEstimator):
         n_kernels = len(self.kernel_names_)
         if np.ndim(self.coef_) != 2 or self.coef_.shape[0] != n_kernels:
             raise ValueError(f"coefficients of shape {np.shape(self.coef_)} for {n_kernels} input kernels")
-        n_train = self.kernel_set_.n_train_ if self.kernel_set_ is not None else self.n_train_
-        if self.coef_.shape[1] != n_train:
-            raise ValueError(f"{self.coef_.shape[1]} coefficients per kernel for {n_train} training samples")
+        check_loaded_kernel_input(self, self.coef_.shape[1])
 
     def _run(self, inputs: KernelStack, cset: CandidateSet, C: np.ndarray, start: tuple[np.ndarray, np.ndarray]
              ) -> CuttingPlaneResult:
