@@ -2,7 +2,6 @@
 
 import functools
 import io
-import json
 import os
 import tempfile
 import zipfile
@@ -10,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _model_files import rewrite_meta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.datasets import load_iris
@@ -57,38 +57,29 @@ def _kernel_set(meta):
     return _fitted(meta)["kernel_set_"]["kernel_set"]
 
 
-def _rewrite_meta(src, dst, change):
-    with np.load(src, allow_pickle=False) as data:
-        arrays = {k: data[k] for k in data.files}
-    meta = json.loads(bytes(arrays["__meta__"]).decode())
-    change(meta)
-    arrays["__meta__"] = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
-    np.savez(dst, **arrays)
-
-
 def test_incompatible_version_and_corruption(tmp_path, cancer):
     X, y = cancer
     path = tmp_path / "m.npz"
     MKLClassifier(max_iter=5).fit(X, y).save(path)
 
     newer = tmp_path / "newer.npz"
-    _rewrite_meta(path, newer, lambda m: m.update(format_version=99, version="9.0"))
+    rewrite_meta(path, newer, lambda m: m.update(format_version=99, version="9.0"))
     with pytest.raises(ModelFormatError, match="format 99 .*multikernel 9.0.*Refit"):
         MKLClassifier.load(newer)
 
     foreign = tmp_path / "foreign.npz"
-    _rewrite_meta(path, foreign, lambda m: m.update(library="other"))
+    rewrite_meta(path, foreign, lambda m: m.update(library="other"))
     with pytest.raises(ModelFormatError, match="not written by multikernel"):
         MKLClassifier.load(foreign)
 
     missing_plugin = tmp_path / "plugin.npz"
-    _rewrite_meta(path, missing_plugin,
+    rewrite_meta(path, missing_plugin,
                   lambda m: _kernel_set(m)["builders"][0].update(name="gone"))
     with pytest.raises(ModelFormatError, match="plugin.npz.*'gone', which is not installed"):
         MKLClassifier.load(missing_plugin)
 
     format1 = tmp_path / "format1.npz"
-    _rewrite_meta(path, format1, lambda m: m.update(format_version=1, version="0.1.0"))
+    rewrite_meta(path, format1, lambda m: m.update(format_version=1, version="0.1.0"))
     with pytest.raises(ModelFormatError,
                        match=f"format1.npz' uses model format 1 .*reads format {FORMAT_VERSION}.*Refit"):
         MKLClassifier.load(format1)
@@ -333,7 +324,7 @@ def test_inconsistent_metadata(tmp_path, cancer, change):
     path = tmp_path / "m.npz"
     MKLClassifier(max_iter=5, tol=1e-1).fit(X, y).save(path)
     bad = tmp_path / "bad.npz"
-    _rewrite_meta(path, bad, change)
+    rewrite_meta(path, bad, change)
     with pytest.raises(ModelFormatError, match="bad.npz"):
         MKLClassifier.load(bad)
 
