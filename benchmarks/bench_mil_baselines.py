@@ -15,44 +15,24 @@ matrix in ``SVM._compute_separator``); when it cannot be imported the script run
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import StratifiedKFold
-from sklearn.preprocessing import StandardScaler
 
-from multikernel import create
-from multikernel.iokl.baselines import MISVM, miSVM
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _mil_data import DEFAULT_DATA, as_bags, mil_folds, misvm  # noqa: E402
 
-try:
-    import misvm
-except ImportError:  # the peer is optional
-    misvm = None
-
-
-def _folds(path: Path, seed: int):
-    data = pd.read_csv(path)
-    X = data.filter(like="x").to_numpy(dtype=np.float64)
-    ids = data["bag"].to_numpy()
-    uniq = np.unique(ids)
-    yb = data.groupby("bag")["label"].first().loc[uniq].to_numpy()
-    for tr, te in StratifiedKFold(10, shuffle=True, random_state=seed).split(uniq, yb):
-        itr, ite = np.isin(ids, uniq[tr]), np.isin(ids, uniq[te])
-        scaler = StandardScaler().fit(X[itr])
-        yield (scaler.transform(X[itr]), ids[itr], data["label"].to_numpy()[itr],
-               scaler.transform(X[ite]), ids[ite], yb[te])
-
-
-def _bags(X: np.ndarray, ids: np.ndarray) -> list[np.ndarray]:
-    return [X[ids == b] for b in np.unique(ids)]
+from multikernel import create  # noqa: E402
+from multikernel.iokl.baselines import MISVM, miSVM  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", default=str(Path(__file__).resolve().parents[2] / "shared" / "data" / "mil"))
+    parser.add_argument("--data", default=str(DEFAULT_DATA))
     parser.add_argument("--datasets", nargs="+", default=["musk1", "elephant"])
     parser.add_argument("--C", type=float, default=1.0, help="the per-sample C of both")
     parser.add_argument("--scale-C", action="store_true", help="misvm's default: C over its number of SVM samples")
@@ -64,7 +44,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets:
         rows = {m: {"ours": [], "peer": [], "t_ours": 0.0, "t_peer": 0.0} for m in ("MI-SVM", "mi-SVM")}
-        for Xtr, itr, ytr, Xte, ite, yte in _folds(Path(args.data) / f"{name}.csv", args.seed):
+        for Xtr, itr, ytr, Xte, ite, yte in mil_folds(Path(args.data) / f"{name}.csv", args.seed):
             yb_tr = pd.Series(ytr).groupby(itr).first().to_numpy()
             n_pos_bags = int(np.sum(yb_tr > 0))
             n_neg_inst = int(np.sum(ytr < 0))
@@ -86,8 +66,8 @@ def main() -> None:
                 t0 = time.perf_counter()
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    peer.fit(_bags(Xtr, itr), np.where(yb_tr > 0, 1.0, -1.0))
-                    scores = peer.predict(_bags(Xte, ite))
+                    peer.fit(as_bags(Xtr, itr), np.where(yb_tr > 0, 1.0, -1.0))
+                    scores = peer.predict(as_bags(Xte, ite))
                 r["t_peer"] += time.perf_counter() - t0
                 r["peer"].append(np.mean(np.where(scores > 0, 1, -1) == yte))
         for method, r in rows.items():

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPTS = sorted([*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "docs" / "experiments").rglob("*.py")])
+FILES = sorted([*(ROOT / "benchmarks").rglob("*.py"), *(ROOT / "docs" / "experiments").rglob("*.py")])
+SCRIPTS = [p for p in FILES if not p.name.startswith("_")]
+SHARED = [p for p in FILES if p.name.startswith("_")]  # modules the scripts beside them import
 
 
 def _load(path: Path):
@@ -33,6 +35,7 @@ def test_script_imports_and_answers_help(path: Path, monkeypatch: pytest.MonkeyP
     for line in source.splitlines():
         if "sys.path.insert" in line:  # a script may use another script of benchmarks/, never tests/ or docs/
             assert '"tests"' not in line and '"docs"' not in line, f"{path.name} reaches into tests/ or docs/"
+    monkeypatch.syspath_prepend(str(path.parent))  # a script imports the shared modules beside it
     module = _load(path)
     assert callable(getattr(module, "main", None)), f"{path.name} has no main()"
     monkeypatch.setattr(sys, "argv", [path.name, "--help"])
@@ -40,3 +43,9 @@ def test_script_imports_and_answers_help(path: Path, monkeypatch: pytest.MonkeyP
         module.main()
     assert exit_info.value.code == 0
     assert "usage:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shared_script_module_imports(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(path.parent))
+    _load(path)
