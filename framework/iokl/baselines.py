@@ -255,7 +255,7 @@ class MISVM(_MILBase):
 
 
 def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float, tol: float = 1e-3,
-                  name: str = "the SVM") -> tuple[np.ndarray, float]:
+                  max_iter: int | None = None, name: str = "the SVM") -> tuple[np.ndarray, float]:
     """The C-SVC with one slack per group of samples: ``min 1/2 ||w||^2 + C sum_g xi_g`` subject to
     ``y_i f(x_i) >= 1 - xi_g`` for every sample ``i`` of group ``g``.
 
@@ -271,6 +271,8 @@ def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float
         The cost of a slack.
     tol : float, default=1e-3
         The largest violation of the Karush-Kuhn-Tucker conditions at the end (libsvm's stopping rule).
+    max_iter : int, optional
+        Largest number of pair steps; by default libsvm's rule (:func:`~multikernel.solve.smo.default_max_iter`).
     name : str
         Who asks, for the warning.
 
@@ -293,13 +295,13 @@ def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float
     alpha, b, _, violation, interrupted = solve_group_svm(np.ascontiguousarray(K, dtype=np.float64),
                                                           np.ascontiguousarray(labels, dtype=np.float64),
                                                           group, np.count_nonzero(size > 1), C,
-                                                          tol, default_max_iter(n))
+                                                          tol, default_max_iter(n) if max_iter is None else int(max_iter))
     if interrupted:
         raise KeyboardInterrupt
     if violation >= tol:
         warnings.warn(f"{name}: the shared-slack SVM stopped at its iteration limit with a KKT violation of "
-                      f"{violation:.3g} > tol={tol:g}; its solution is approximate. A smaller C or rescaled "
-                      f"features converge faster", ConvergenceWarning, stacklevel=3)
+                      f"{violation:.3g} > tol={tol:g}; its solution is approximate. Raise max_iter; a smaller C "
+                      f"or rescaled features converge faster", ConvergenceWarning, stacklevel=3)
     return alpha * labels, float(b)
 
 

@@ -575,13 +575,15 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         C = np.full(cset.n_units, float(self.C))
         result = self._run(inputs, cset, C, start)
         self.rounded_ = self.keys_ = None
-        if self.level == "bag" and self.round_keys:
-            # Round the relaxation (see Notes): the key of each positive bag where the relaxed f is largest.
+        if self.round_keys:
+            # Round the relaxation (see Notes): at the bag level the key of each positive bag where the relaxed f
+            # is largest; at the instance level the labels where it is positive, within the portion's bounds.
             index, sign = cset.from_scores(self._training_scores(inputs))
             self.rounded_ = result = solve_candidates(inputs, index[None], sign[None], C, theta=self.theta,
                                                       offset=float(self.offset), solver=self.solver,
                                                       tol=self.tol, warm=result.mkl, solved=result)
-            self.keys_ = index[:cset.n_positive].copy()
+            if self.level == "bag":
+                self.keys_ = index[:cset.n_positive].copy()
             self._set_classifier(result, inputs)
         # Bag level without rounding: group t represents a bag by its own key instance, so a new bag is scored
         # as sum_t max_{x in B} f_t(x) (each group picks the key instance it scores highest, as in training).
