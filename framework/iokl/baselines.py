@@ -18,14 +18,14 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
-from multikernel.core.interfaces import KernelBuilder
 from multikernel._ext._group_smo import solve_group_svm
+from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import Constraint, Integer, NoneValue, Real, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
 from multikernel.estimators.progress import FitProgress
-from multikernel.solve.smo import default_max_iter
 from multikernel.iokl.estimators import _bag_lists, bag_labels, default_kernels, mil_score
+from multikernel.solve.smo import default_max_iter
 
 __all__ = ["MISVM", "MIKernelSVM", "SILSVM", "miSVM"]
 
@@ -291,11 +291,10 @@ def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float
     ids = np.full(len(size), -1, dtype=np.intp)
     ids[size > 1] = np.arange(np.count_nonzero(size > 1))
     group = ids[group]
-    n = len(labels)
+    limit = default_max_iter(len(labels)) if max_iter is None else int(max_iter)
     alpha, b, _, violation, interrupted = solve_group_svm(np.ascontiguousarray(K, dtype=np.float64),
                                                           np.ascontiguousarray(labels, dtype=np.float64),
-                                                          group, np.count_nonzero(size > 1), C,
-                                                          tol, default_max_iter(n) if max_iter is None else int(max_iter))
+                                                          group, np.count_nonzero(size > 1), C, tol, limit)
     if interrupted:
         raise KeyboardInterrupt
     if violation >= tol:
