@@ -1,7 +1,8 @@
 """Multiple-instance baselines of chapter 4 (spec section 3.13): SIL-SVM, mi-SVM, MI-SVM and the MI-kernel SVM.
 
-All take ``fit(X, y, bags)`` like :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier` and solve
-scikit-learn's :class:`~sklearn.svm.SVC` on a precomputed kernel (the average of the input kernels); the fitted
+All take ``fit(X, y, bags)`` like :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier` and solve an SVM on
+a precomputed kernel (the average of the input kernels): scikit-learn's :class:`~sklearn.svm.SVC`, or for MI-SVM,
+whose negative bags share a slack, :func:`bag_slack_svm` (a compiled SMO for that dual); the fitted
 SVM is kept as plain arrays (``dual_coef_`` over ``support_rows_``, ``intercept_``), which is what the decision
 values need and what a saved model holds.  The
 semi-supervised and clustering baselines are scikit-learn estimators used as they are (``SVC`` on the
@@ -27,7 +28,7 @@ from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.estimators import _bag_lists, bag_labels, default_kernels, mil_score
 from multikernel.solve.smo import default_max_iter
 
-__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "miSVM"]
+__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "bag_slack_svm", "miSVM"]
 
 
 def _kept() -> None:
@@ -203,9 +204,9 @@ class MISVM(_MILBase):
     one slack per bag, so a negative bag's instances share theirs (in the dual, the bag's variables sum to at
     most ``C``) and a bag weighs the same whatever its size.  Per-instance slacks would give a negative bag of
     ``|B|`` instances ``|B|`` times the weight of a positive one.  Given the witnesses this SVM is convex and
-    its bias the exact optimum (the Karush-Kuhn-Tucker value); every alternation step lowers the paper's
-    objective (the witnesses maximise the positive bags' scores, which only lowers their slacks), so the
-    alternation stops.
+    its bias the exact optimum (the Karush-Kuhn-Tucker value); no alternation step raises the paper's
+    objective (the SVM minimises it for the witnesses, and new witnesses, the positive bags' best instances,
+    only lower their slacks), so the alternation stops up to ties among the finitely many witness choices.
 
     The first SVM represents each positive bag by its mean in the kernel's feature space (the start of
     Andrews et al. and of the misvm package; its kernel entries are averages of the bag's kernel rows), so the
