@@ -11,9 +11,12 @@ bag accuracy (ties: the smaller C), then a refit at that C; the times include th
 method: mean bag accuracy of each, seconds per fold, and the ratio of misvm's time to ours.  misvm needs cvxopt
 and, on numpy 2, a one-line fix (``float`` of a 1 x 1 matrix in ``SVM._compute_separator``); when it cannot be
 imported the script runs ours alone.  ``--max-iter`` caps both alternations (misvm's ``max_iters``).
+``--instance-level P1 P2 ...`` also runs the library's instance-level IOKL MIL (MIL-CPB, no peer) at its defaults
+with these portions, on the same folds (about two minutes per fit on musk1).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --data ../shared/data/mil --datasets musk1 elephant
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --inner-cv 0.1 1 10 100
+    OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --instance-level 0 0.5
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _mil_data import DEFAULT_DATA, as_bags, bag_labels, mil_folds, misvm  # noqa: E402
 
 from multikernel import create  # noqa: E402
+from multikernel.iokl import IOKLMultipleInstanceClassifier  # noqa: E402
 from multikernel.iokl.baselines import MISVM, miSVM  # noqa: E402
 
 
@@ -81,6 +85,8 @@ def main() -> None:
     parser.add_argument("--inner-cv", nargs="+", type=float, metavar="C",
                         help="choose C from these values by 3-fold CV on each training fold, for each library")
     parser.add_argument("--max-iter", type=int, default=50, help="the alternations' cap (misvm's max_iters)")
+    parser.add_argument("--instance-level", nargs="+", type=float, metavar="PORTION", default=[],
+                        help="also run instance-level IOKL MIL (MIL-CPB) at its defaults with these portions")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if misvm is None:
@@ -90,7 +96,13 @@ def main() -> None:
     for name in args.datasets:
         rows = {m: {"ours": [], "peer": [], "t_ours": 0.0, "t_peer": 0.0, "C_ours": [], "C_peer": []}
                 for m in ("MI-SVM", "mi-SVM")}
+        cpb = {portion: [] for portion in args.instance_level}
         for Xtr, itr, ytr, Xte, ite, yte in mil_folds(Path(args.data) / f"{name}.csv", args.seed):
+            for portion in args.instance_level:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = IOKLMultipleInstanceClassifier(level="instance", portion=portion).fit(Xtr, ytr, itr)
+                cpb[portion].append(np.mean(predict_ours(model, Xte, ite) == yte))
             yb_tr = bag_labels(ytr, itr)
             n_pos_bags = int(np.sum(yb_tr > 0))
             n_neg_inst = int(np.sum(ytr < 0))
@@ -134,6 +146,9 @@ def main() -> None:
                   f"{ratio} |", flush=True)
             if args.inner_cv is not None:
                 print(f"  C chosen per fold, ours {r['C_ours']}, misvm {r['C_peer']}", flush=True)
+        for portion, acc in cpb.items():
+            print(f"| {name} | MIL-CPB, portion {portion:g} | {100 * np.mean(acc):.1f} | n/a | | | |  per fold "
+                  f"{[round(100 * a) for a in acc]}", flush=True)
 
 
 if __name__ == "__main__":
