@@ -234,8 +234,7 @@ class MISVM(_MILBase):
         self.n_iter_ = 1
         for _ in range(self.max_iter - 1):
             rows = np.r_[witness, neg]
-            coef, bias = self._bag_slack_svm(K[np.ix_(rows, rows)], labels, slack)
-            self.support_rows_, self.dual_coef_, self.intercept_ = rows, coef, bias
+            self._fit_witnesses(K, rows, labels, slack)
             self.n_iter_ += 1
             progress.update(keep=_kept)  # Ctrl-C: the last SVM is the model
             f = self._decide(K[:, rows])
@@ -245,10 +244,13 @@ class MISVM(_MILBase):
             witness = new
         else:
             if self.max_iter == 1:  # the means' SVM only: the classifier is the SVM of its witnesses
-                rows = np.r_[witness, neg]
-                coef, bias = self._bag_slack_svm(K[np.ix_(rows, rows)], labels, slack)
-                self.support_rows_, self.dual_coef_, self.intercept_ = rows, coef, bias
+                self._fit_witnesses(K, np.r_[witness, neg], labels, slack)
             self._capped("witnesses")
+
+    def _fit_witnesses(self, K: np.ndarray, rows: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> None:
+        """The model: the shared-slack SVM on the training ``rows`` (set together, so Ctrl-C keeps a whole one)."""
+        coef, bias = self._bag_slack_svm(K[np.ix_(rows, rows)], labels, slack)
+        self.support_rows_, self.dual_coef_, self.intercept_ = rows, coef, bias
 
     def _bag_slack_svm(self, K: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, float]:
         """The C-SVC whose samples share slacks (``slack``: the slack of each sample): ``(alpha * labels, b)``."""
