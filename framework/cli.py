@@ -208,11 +208,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _save(estimator: Any, target: Path) -> Path:
-    """Save a fitted model: the library's safe format (``.npz``) for its estimators, else joblib (``.joblib``,
-    for scikit-learn's); returns the file written."""
+    """Save a fitted model: the library's safe format (``.npz``, no code run on loading) where it can hold the
+    model, else joblib (``.joblib``: scikit-learn's estimators, or a library model wrapping one); returns the file
+    written."""
     if hasattr(estimator, "save"):
-        estimator.save(target)
-        return target
+        try:
+            estimator.save(target)
+            return target
+        except ValueError:  # what the safe format cannot hold (an estimator of another library inside)
+            pass
     import joblib
 
     target = target.with_suffix(".joblib")

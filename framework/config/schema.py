@@ -247,10 +247,11 @@ class EvaluationConfig:
     search by CV.
 
     Each repeat holds out ``test_fraction`` of the samples (split as the task kind splits: stratified by
-    class, whole bags, ...), or with ``folds >= 2`` evaluates on each of ``folds`` folds.  ``grid`` maps ``C`` and ``loss__<name>``, ``regularizer__<name>``, ``solver__<name>`` (a parameter of that
-    part of each model's method) to lists of values, numbers or expressions in ``M`` (``"1/M"``); it is
-    searched by ``cv_folds``-fold cross-validation on the training part.  With ``cv_folds = 0`` every key
-    has one value, which is simply applied.
+    class, whole bags, ...), or with ``folds >= 2`` evaluates on each of ``folds`` folds.  ``grid`` maps ``C``
+    and ``loss__<name>``, ``regularizer__<name>``, ``solver__<name>`` (a parameter of that part of each model's
+    method; for a task estimator, its parameter) to lists of values, numbers or expressions in ``M``
+    (``"1/M"``); it is searched by ``cv_folds``-fold cross-validation on the training part, by the task's
+    selection measure.  With ``cv_folds = 0`` every key has one value, which is simply applied.
     """
 
     test_fraction: float = attrs.field(default=0.3, validator=fraction)
@@ -405,7 +406,7 @@ def config_from_dict(data: dict[str, Any], base_dir: str | Path | None = None) -
     check_entries([m.display_name for m in config.models], "models", "label", "model label")
     check_kernels_choice(config.kernels)
     check_grid(config.evaluation.grid, "evaluation.grid", config.evaluation.cv_folds, "evaluation.cv_folds")
-    for i, (given, model) in enumerate(zip(data.get("models", []), config.models, strict=True)):
+    for i, (given, model) in enumerate(zip(data.get("models", [{}]), config.models, strict=True)):
         _check_model(given, model, config.evaluation, f"models[{i}]")
     source = config.data.source
     if config.data.params is not None and source not in TASK_GENERATORS:
@@ -597,5 +598,6 @@ def config_to_toml(config: RunConfig) -> str:
 
 
 def default_config() -> RunConfig:
-    """The embedded default run of ``multikernel run`` (the example ``soft_margin``, ``multikernel/config/data/examples/soft_margin.toml``)."""
+    """The embedded default run of ``multikernel run``: the example ``soft_margin``
+    (``multikernel/config/data/examples/soft_margin.toml``)."""
     return load_config(Path(__file__).parent / "data" / "examples" / "soft_margin.toml")
