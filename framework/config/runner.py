@@ -197,7 +197,7 @@ def _entries(config: RunConfig) -> tuple[str, list[TaskEstimator | None]]:
         try:
             task_kind(kind)
         except PluginError as exc:
-            raise ConfigError(f"{exc} (kinds: {', '.join(TASK_KINDS)})", "task.kind") from exc
+            raise ConfigError(str(exc), "task.kind") from exc
     for i, entry in enumerate(entries):
         if entry is not None and entry.task != kind:
             same = [p.name for p in registry.plugins("estimator") if p.obj.task == kind]
@@ -248,13 +248,14 @@ def _suits(kind: TaskKind, data: TaskData) -> bool:
     return labels_ok and samples_ok and bags_ok and view_ok
 
 
-def _check_data_suits(kind: TaskKind, kind_name: str, data: TaskData, task: RunTask, protocol: RunProtocol,
-                      source: str, searched: bool) -> None:
-    """The kind's checks of the data; when the data do not suit the kind, the kinds they suit are named."""
+def _check_data_suits(kind: TaskKind, data: TaskData, task: RunTask, protocol: RunProtocol, source: str,
+                      searched: bool, suggest: bool) -> None:
+    """The kind's checks of the data; when the data do not suit the kind and ``suggest`` (the kind is not the one
+    of an estimator the configuration names), the kinds they suit are named."""
     try:
         kind.check(data, source, task, protocol, "data", searched)
     except ConfigError as exc:
-        if not _suits(kind, data):
+        if suggest and not _suits(kind, data):
             fits = [n for n in TASK_KINDS if _suits(task_kind(n), data)]
             if fits:
                 raise ConfigError(f"{_message(exc)}; kinds for such data: {', '.join(fits)} (set [task] kind)",
@@ -400,7 +401,8 @@ def check_config(config: RunConfig) -> RunPlan:
         raise _repath(exc) from exc
     protocol = RunProtocol(seed=ev.seed, test_fraction=ev.test_fraction, cv_folds=ev.cv_folds)
     data = _load(config)
-    _check_data_suits(kind, kind_name, data, task, protocol, config.data.source, searched)
+    _check_data_suits(kind, data, task, protocol, config.data.source, searched,
+                      suggest=all(e is None for e in entries))
     mkl = [i for i, e in enumerate(entries) if e is None]
     n_kernels = None
     if mkl:
