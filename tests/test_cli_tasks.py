@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 
 import numpy as np
 import pytest
@@ -80,6 +81,17 @@ def test_each_example_runs_and_saves(name, tmp_path, capsys):
     for model in report["models"]:
         assert all(math.isfinite(model[f"{m}_mean"]) for m in report["task"]["measures"]), model
     assert len(list(tmp_path.glob("m*"))) == len(report["models"])
+
+
+@pytest.mark.parametrize("name", [e.name for e in examples()])
+def test_each_example_round_trips_through_toml(name):
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
+
+    from multikernel.config.examples import load_example
+    from multikernel.config.schema import config_from_dict, config_to_toml
+
+    config = load_example(name)
+    assert config_from_dict(tomllib.loads(config_to_toml(config))) == config
 
 
 def test_examples_are_listed_with_their_kinds(capsys):

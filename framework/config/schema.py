@@ -579,8 +579,14 @@ def load_config(path: str | Path) -> RunConfig:
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:
-    """The configuration as a plain dict (``None`` values dropped, as TOML has no null)."""
-    return drop_none(attrs.asdict(config))
+    """The configuration as a plain dict (``None`` values dropped, as TOML has no null; an estimator entry of
+    ``[[models]]`` without the method keys, which do not apply to it)."""
+    out = drop_none(attrs.asdict(config))
+    for model in out["models"]:
+        if "estimator" in model:
+            for key in _METHOD_KEYS:
+                model.pop(key, None)
+    return out
 
 
 def drop_none(value: Any) -> Any:
