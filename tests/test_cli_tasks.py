@@ -142,7 +142,7 @@ def test_ml_mkl_sa_needs_shared_weights_and_validate_says_so(tmp_path, capsys):
     text = f"[data]\nsource = 'iris'\n{FAST}[[models]]\nmethod = 'ml_mkl_sa'\n"
     for command in ("validate", "run"):
         assert main([command, _write(tmp_path, text)]) == 2
-        assert "models[0]: " in (err := capsys.readouterr().err) and "multiclass='shared'" in err
+        assert "models[0].multiclass: " in (err := capsys.readouterr().err) and "multiclass='shared'" in err
     assert main(["validate", _write(tmp_path, text + "multiclass = 'shared'\n")]) == 0
 
 

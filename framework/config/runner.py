@@ -330,35 +330,50 @@ def _estimator_plan(config: RunConfig, model: ModelConfig, entry: TaskEstimator,
     return ModelPlan(model.display_name, entry.name, params.get("C"), points, points, factory, outside=not inside)
 
 
+def _probe_fit(plan: RunPlan, model: ModelPlan, point: dict[str, Any], max_iter: int | None, probe: tuple[Any, ...],
+               **change: Any) -> Exception | None:
+    """Fit ``model`` at ``point`` on the probe samples by the kind's convention; what it refuses, if anything.
+    ``max_iter`` (MKL methods: a few outer iterations) and ``change`` are set on the estimator."""
+    small, train, test = probe
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fit on a few samples need not converge
+            est = model.factory(point)
+            if max_iter is not None:
+                est.set_params(max_iter=max_iter, **change)
+            evaluate_kind(plan.kind, est, small, train, test, standardize=plan.standardize and model.outside,
+                          setting=plan.kind.probe_setting(plan.task), neighbors=min(plan.task.neighbors, len(train)))
+    except ConfigError:
+        raise
+    except _REFUSALS as exc:
+        return exc
+    return None
+
+
 def _probe(plan: RunPlan, config: RunConfig, entries: list[TaskEstimator | None]) -> None:
     """Fit every model on a few samples of the data by the kind's convention (estimators check their
     parameters, and whether they can learn from such data, in ``fit``): an estimator at its parameters and at each
     grid value, an MKL method at its first grid point for a few outer iterations (its parts are checked at every
     grid point by :class:`~multikernel.config.checks.PartsChecker`)."""
-    small, train, test = plan.kind.probe(plan.data)
-    neighbors = min(plan.task.neighbors, len(train))
+    probe = plan.kind.probe(plan.data)
     for i, (model, mp, entry) in enumerate(zip(config.models, plan.models, entries, strict=True)):
         trials: list[tuple[dict[str, Any], str]] = [(mp.points[0], f"models[{i}]")]
+        max_iter = min(config.solver.max_iter, 3) if entry is None else None
         if entry is not None:
             trials = [({}, f"models[{i}]" + (".params" if model.params else ""))]
-            grid = _model_grid(config, model)
             trials += [({key: v}, f"{_grid_path(config, model, i, key)}[{j}]")
-                       for key, values in grid.items() for j, v in enumerate(values)]
+                       for key, values in _model_grid(config, model).items() for j, v in enumerate(values)]
         for point, where in trials:
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")  # a fit on a few samples need not converge
-                    est = mp.factory(point)
-                    if entry is None:
-                        est.set_params(max_iter=min(config.solver.max_iter, 3))
-                    evaluate_kind(plan.kind, est, small, train, test, standardize=plan.standardize and mp.outside,
-                                  setting=plan.kind.probe_setting(plan.task), neighbors=neighbors)
-            except ConfigError:
-                raise
-            except _REFUSALS as exc:
-                what = f"model {mp.label!r}" + (f" at {_shown_point(point)}" if point and entry is not None else "")
-                raise ConfigError(f"{what} fails a fit on a few samples of the data ({plan.task.kind} task): "
-                                  f"{exc}", where) from exc
+            exc = _probe_fit(plan, mp, point, max_iter, probe)
+            if exc is None:
+                continue
+            # An MKL method that fits with one weight vector shared by the classes or labels: the entry's multiclass.
+            if entry is None and model.multiclass != "shared" and _probe_fit(
+                    plan, mp, point, max_iter, probe, multiclass="shared") is None:
+                where = f"models[{i}].multiclass"
+            what = f"model {mp.label!r}" + (f" at {_shown_point(point)}" if point and entry is not None else "")
+            raise ConfigError(f"{what} fails a fit on a few samples of the data ({plan.task.kind} task): {exc}",
+                              where) from exc
 
 
 def _shown_point(point: dict[str, Any]) -> str:
