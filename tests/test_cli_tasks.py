@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import multikernel.config.runner as runner
@@ -285,6 +285,7 @@ def test_validate_fails_if_and_only_if_run_fails_before_fitting(config, tmp_path
     path = _toml(config, tmp_path)
     validate_code = main(["validate", path])
     validate_err = capsys.readouterr().err
+    event("valid" if validate_code == 0 else "refused")
     monkeypatch.setattr(runner, "fit_and_measure", _reached_fit)
     try:
         run_code = main(["run", "-q", path])
