@@ -15,7 +15,8 @@ its kernels is, on the points, either
 The operations the solvers use cost per group, not per kernel entry: a quadratic form is
 ``w' S_m w`` or ``||L_m' w||^2`` with ``w = P'v`` (``O(n + k r_m)``); the combination
 ``K(mu) = sum_g P (sum_m mu_m S_m) P'`` forms each group's ``k x k`` combination, then adds it gathered
-by ``index`` (one ``n x n`` pass per group, not per kernel).  Row/column subsets (cross-validation folds)
+by ``index`` (one ``n x n`` pass per group, not per kernel; with many groups of very few points, all of those
+by one symmetric rank update instead).  Row/column subsets (cross-validation folds)
 only restrict the maps: the points and their kernels are shared, never copied.
 
 **Certificate.** The residual ``E_m = K_m - P L_m L_m' P'`` is positive semi-definite, so for any ``v``,
