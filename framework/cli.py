@@ -44,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
                                      "CONFIG) exactly as `run` and `experiment` check it before fitting: syntax, "
                                      "keys, values, plugin names, kernel parameters, every grid point, the data.")
     val.add_argument("config", nargs="?", type=Path, help="a run or experiment TOML file")
+    val.add_argument("--strict", action="store_true",
+                     help="also refuse (exit 2) a config that leaves a result-deciding part (method parts and their "
+                          "parameters, C, tol, kernels, normalization, seeds, ...) to a default; lists each key path")
 
     plugins = sub.add_parser("plugins", help="list every registered plugin by kind (task estimators with their task "
                                              "kind), with its origin package")
@@ -171,9 +174,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     name = args.config or "the embedded default"
     if isinstance(config, ExperimentConfig):
         print(_experiment_plan(name, config, None))
-        return EXIT_OK
-    X, _, _ = check_config(config)
-    print(f"{name}: valid ({len(config.models)} model(s); data {X.shape[0]} x {X.shape[1]})")
+    else:
+        X, _, _ = check_config(config)
+        print(f"{name}: valid ({len(config.models)} model(s); data {X.shape[0]} x {X.shape[1]})")
+    if args.strict:
+        from multikernel.experiments.strict import check_strict, strict_source
+
+        check_strict(strict_source(args.config))
+        print(f"{name}: strict: every result-deciding part is pinned")
     return EXIT_OK
 
 
