@@ -36,6 +36,7 @@ from typing import Any
 
 import attrs
 
+from multikernel.config import schema
 from multikernel.config.generators import BENCHMARK_GENERATORS, TASK_GENERATORS, generator_parameters
 from multikernel.config.schema import EvaluationConfig, KernelsConfig, PreprocessingConfig, read_toml
 from multikernel.core.registry import get_registry
@@ -148,9 +149,9 @@ class _Finder:
         for kind in _PARTS:
             table = entry.get(kind)
             preset_name = getattr(spec, kind)
-            if not isinstance(table, Mapping):
+            if not isinstance(table, Mapping) or "name" not in table:
                 self.found.append(Unpinned(f"{path}.{kind}.name", preset_name))
-                table = {}
+                table = table if isinstance(table, Mapping) else {}
             name = table.get("name", preset_name)
             # A part's table replaces the preset's part: the preset's parameters apply only without one.
             preset = getattr(spec, f"{kind}_params") if not table else {}
@@ -319,5 +320,6 @@ def check_strict(data: Mapping[str, Any]) -> None:
 def strict_source(path: str | Path | None) -> dict[str, Any]:
     """The parsed TOML of the configuration file ``path`` (the embedded default run's without one), as
     :func:`check_strict` reads it: what the file gives, before any default is filled in."""
-    return read_toml(Path(path) if path is not None else Path(__file__).parent / "data" / "default.toml")
+    default = Path(schema.__file__).parent / "data" / "default.toml"  # the file default_config() reads
+    return read_toml(Path(path) if path is not None else default)
 
