@@ -296,3 +296,24 @@ def test_multilabel_mkl_reports_the_ranking_measures_and_shares_weights(folder, 
         assert {"ml_mkl_sum", "ml_mkl_sa", "ovr-l1mkl", "mlknn"} <= set(row)
         assert abs(row["ml_mkl_sum"]["example_auc"] - row["ml_mkl_sa"]["example_auc"]) < 0.05
         assert row["ml_mkl_sum"]["example_auc"] > 0.6
+
+
+def test_every_generator_and_parameter_is_documented_with_its_default():
+    from multikernel.config.generators import TASK_GENERATORS, generator_parameters
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "config.md").read_text()
+    rows = {line.split("|")[1].strip(" `"): line for line in text.splitlines() if line.startswith("| `")}
+    for name, generator in TASK_GENERATORS.items():
+        assert name in rows, name
+        for key, default in generator_parameters(generator).items():
+            assert f"`{key}` ({default!r}" in rows[name], (name, key)
+
+
+def test_an_unknown_generator_key_lists_the_parameters(folder, capsys):
+    config = folder / "typo.toml"
+    config.write_text(HEAD + KINDS["bilinear"][0].replace("block = 5", "blocks = 5"))
+    assert main(["validate", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert "datasets[0].params.blocks: 'blocks' is not a parameter of the generator 'toy_bilinear'" in err
+    assert "n_per_class=100, size=100, support=0.3, noise=0.15, block=5" in err
+

@@ -175,11 +175,25 @@ class _Finder:
         for key in accepted:
             default = spec.params.get(key, signature[key].default if key in signature else None)
             if _decides(key, default) and key not in params and key not in grid:
+                if default is None and "method" in accepted:  # an MKL estimator: None is the method preset's
+                    default = self.preset_value(params.get("method", spec.params.get("method")), key)
                 self.found.append(Unpinned(f"{path}.params.{key}", default))
         for key in ("kernels", *_PARTS):  # tables inside: each plugin's parameters
             for where, value in [(f"{path}.params.{key}", params.get(key))] + [
                     (f"{path}.grid.{key}[{j}]", v) for j, v in enumerate(grid.get(key, []))]:
                 self.tables(key, value, where)
+
+    def preset_value(self, method: Any, key: str) -> Any:
+        """What ``None`` means for an MKL estimator's ``key``: the method preset's part name, or its loss's ``C``."""
+        try:
+            spec = self.registry.get("method", str(method))
+        except PluginError:
+            return None
+        if key in _PARTS:
+            return getattr(spec, key)
+        if key == "C":
+            return self.registry.create("loss", spec.loss, **spec.loss_params).get_params().get("C")
+        return None
 
     def tables(self, key: str, value: Any, path: str) -> None:
         if key == "kernels" and isinstance(value, list):
