@@ -180,7 +180,15 @@ def test_cli_validate_strict_exits_2_with_every_key_path(tmp_path, capsys):
 
 def test_the_embedded_default_run_is_checked_too(capsys):
     assert main(["validate", "--strict"]) == 2
-    assert "models[0].solver.name" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "models[0].solver.name (default today: 'bcd')" in err  # the average kernel's preset
+    assert "models[0].C" not in err and "models[0].loss.params.C" not in err  # C = 1.0 is given
+    assert "kernels.dtype" in err and "evaluation.cv_folds" not in err  # no grid: no cross-validation
+
+
+def test_a_run_model_without_c_reports_its_c():
+    found = _paths({"models": [{"method": "l1mkl"}]})
+    assert found["models[0].C"] == 1.0 and "models[0].loss.params.C" not in found
 
 
 def test_check_strict_names_the_first_path():

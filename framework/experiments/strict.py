@@ -38,7 +38,7 @@ import attrs
 
 from multikernel.config import schema
 from multikernel.config.generators import BENCHMARK_GENERATORS, TASK_GENERATORS, generator_parameters
-from multikernel.config.schema import EvaluationConfig, KernelsConfig, PreprocessingConfig, read_toml
+from multikernel.config.schema import EvaluationConfig, KernelsConfig, ModelConfig, PreprocessingConfig, read_toml
 from multikernel.core.registry import get_registry
 from multikernel.core.tasks import task_kind
 from multikernel.errors import ConfigError, PluginError
@@ -282,9 +282,12 @@ class _Finder:
         self.preprocessing()
         self.kernels(KernelsConfig().family or "rbf_poly")
         self.solver_settings()
+        model = ModelConfig()
         for i, m in enumerate(self.data.get("models", [{}])):
-            self.need(m, "method", f"models[{i}].method", "l1mkl")
-            self.method_entry(m, f"models[{i}]", set(grid) | ({"C"} if "C" in m else set()))
+            self.need(m, "method", f"models[{i}].method", model.method)
+            if "C" not in grid:  # a model's C is its own key (set on its loss)
+                self.need(m, "C", f"models[{i}].C", model.C)
+            self.method_entry(m, f"models[{i}]", set(grid) | {"C"})
 
 
 def _options(table: Mapping[str, Any]) -> set[str]:
