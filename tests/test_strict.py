@@ -186,6 +186,19 @@ def test_the_embedded_default_run_is_checked_too(capsys):
     assert "kernels.dtype" in err and "evaluation.cv_folds" not in err  # no grid: no cross-validation
 
 
+def test_a_part_by_name_is_pinned_by_its_name_unless_unseeded():
+    data = copy.deepcopy(TASK)
+    data["task"] = {"kind": "multilabel_ranking"}
+    data["estimators"] = [{"name": "ml_mkl_sum", "params": {"solver": "level"}},
+                          {"name": "ml_mkl_sa", "params": {"solver": "ml_mkl_sa"}},
+                          {"name": "ml_mkl_sa", "params": {"solver": {"name": "ml_mkl_sa", "random_state": 0}}}]
+    found = _paths(data)
+    assert not [p for p in found if p.startswith("estimators[0].params.solver")]
+    assert "estimators[1].params.solver.random_state" in found
+    assert "estimators[1].params.solver.eta" not in found
+    assert "estimators[2].params.solver.random_state" not in found and "estimators[2].params.solver.eta" in found
+
+
 def test_a_run_model_without_c_reports_its_c():
     found = _paths({"models": [{"method": "l1mkl"}]})
     assert found["models[0].C"] == 1.0 and "models[0].loss.params.C" not in found

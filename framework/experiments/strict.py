@@ -24,7 +24,8 @@ What decides a result, and is therefore reported when left out:
 
 A parameter whose default is ``None`` (a value derived at fit time, which TOML cannot write) is not reported,
 except ``C``, the parts and seeds (``random_state``), whose ``None`` means a preset's value or no seed.  A part
-an estimator takes by name only (an IOKL ``solver``) is pinned by its name.
+given by name in an estimator's ``params`` (an IOKL ``solver``, which takes names only) is pinned by its name,
+except an unseeded one: its ``random_state`` is reported.
 """
 
 from __future__ import annotations
@@ -126,15 +127,17 @@ class _Finder:
             if key != "columns" and _decides(key, default):
                 self.need(given, key, f"{path}.{key}", default)
 
-    def part(self, kind: str, name: str, preset: Mapping[str, Any], given: Iterable[str], path: str) -> None:
-        """Every parameter of the part ``name``: given in ``given`` (the part's table, a grid, a path)."""
+    def part(self, kind: str, name: str, preset: Mapping[str, Any], given: Iterable[str], path: str,
+             only: frozenset[str] | None = None) -> None:
+        """Every parameter of the part ``name`` (those in ``only``): given in ``given`` (the part's table, a grid,
+        a path)."""
         try:
             part = self.registry.create(kind, name, **preset)
         except (PluginError, TypeError, ValueError):
             return
         given = set(given)
         for key, default in part.get_params(deep=False).items():
-            if _decides(key, default) and key not in given:
+            if _decides(key, default) and key not in given and (only is None or key in only):
                 self.found.append(Unpinned(f"{path}.{key}", default))
 
     # -- methods and models -----------------------------------------------------------------------------
@@ -202,6 +205,10 @@ class _Finder:
                     self.builder(table["name"], _options(table), f"{path}[{j}]")
         elif key in _PARTS and isinstance(value, Mapping) and "name" in value:
             self.part(key, value["name"], {}, _options(value), path)
+        elif key in _PARTS and isinstance(value, str):
+            # A part by name keeps its own defaults, but an unseeded one (ML-MKL-SA's sampling) decides a result
+            # at random: its seed goes in a table, { name = ..., random_state = 0 }.
+            self.part(key, value, {}, (), path, only=frozenset({"random_state"}))
 
     # -- whole configurations ---------------------------------------------------------------------------
     def datasets(self, generators: Mapping[str, Any]) -> None:
