@@ -20,12 +20,13 @@ import numpy as np
 
 from multikernel.bilinear.datasets import make_toy_bilinear
 from multikernel.config.datasets import GENERATORS
+from multikernel.config.example_data import EXAMPLE_GENERATORS
 from multikernel.errors import ConfigError
 
 __all__ = ["BENCHMARK_GENERATORS", "TASK_GENERATORS", "generator_parameters", "describe_parameters", "generate",
            "make_g241c", "make_g241d", "make_multilabel"]
 
-Generator = Callable[..., tuple[np.ndarray, np.ndarray]]
+Generator = Callable[..., tuple[Any, ...]]
 
 
 def make_g241c(n_samples: int = 1500, n_features: int = 241, random_state: int | None = None
@@ -69,9 +70,10 @@ BENCHMARK_GENERATORS: dict[str, Generator] = GENERATORS
 
 TASK_GENERATORS: dict[str, Generator] = {
     **BENCHMARK_GENERATORS, "g241c": make_g241c, "g241d": make_g241d, "toy_bilinear": make_toy_bilinear,
-    "multilabel": make_multilabel,
+    "multilabel": make_multilabel, **EXAMPLE_GENERATORS,
 }
-"""Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``."""
+"""Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``, or
+``(X, y, groups, privileged)`` for data with bags or a second view."""
 
 #: The seed parameter every generator takes; the experiment's ``seed`` sets it.
 SEED = "random_state"
@@ -90,8 +92,9 @@ def describe_parameters(generator: Generator) -> str:
 
 
 def generate(name: str, params: Mapping[str, Any], seed: int, path: str,
-             generators: Mapping[str, Generator] = TASK_GENERATORS) -> tuple[np.ndarray, np.ndarray]:
-    """The samples of generator ``name`` with ``params``, seeded by ``seed``.
+             generators: Mapping[str, Generator] = TASK_GENERATORS) -> tuple[Any, ...]:
+    """The samples of generator ``name`` with ``params``, seeded by ``seed``: ``(X, y)``, or ``(X, y, groups,
+    privileged)`` from a generator of data with bags or a second view.
 
     Raises
     ------
@@ -110,7 +113,7 @@ def generate(name: str, params: Mapping[str, Any], seed: int, path: str,
             raise ConfigError(f"{key!r} is not a parameter of the generator {name!r}; {listing}",
                               f"{path}.params.{key}")
     try:
-        X, y = generator(**{SEED: seed, **params})
+        X, y, *views = generator(**{SEED: seed, **params})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"the generator {name!r} refuses these values: {exc}; {listing}", f"{path}.params") from exc
-    return np.asarray(X, dtype=np.float64), np.asarray(y)
+    return (np.asarray(X, dtype=np.float64), np.asarray(y), *views)

@@ -143,8 +143,8 @@ def load_task_data(source: str, *, format: str = "auto", params: dict[str, Any] 
         At ``path.<key>`` (``path`` is the key path of the data set entry).
     """
     if source in TASK_GENERATORS:
-        X, y = generate(source, params or {}, seed, path)
-        data = TaskData(X, y)
+        X, y, *views = generate(source, params or {}, seed, path)
+        data = TaskData(X, y, *views)
     elif source in BUILTIN_LOADERS or format == "libsvm" or (format == "auto" and not source.lower().endswith(".csv")):
         try:
             X, y, _ = load_data(source, format)

@@ -37,13 +37,19 @@ from typing import Any
 
 import attrs
 
-from multikernel.config import schema
+from multikernel.config.examples import EXAMPLES_DIR, load_example
 from multikernel.config.generators import BENCHMARK_GENERATORS, TASK_GENERATORS, generator_parameters
 from multikernel.config.schema import EvaluationConfig, KernelsConfig, ModelConfig, PreprocessingConfig, read_toml
 from multikernel.core.registry import get_registry
 from multikernel.core.tasks import task_kind
 from multikernel.errors import ConfigError, PluginError
-from multikernel.experiments.config import ExperimentSettings, NoisyKernelsConfig, PathConfig, TaskSettings
+from multikernel.experiments.config import (
+    ExperimentSettings,
+    NoisyKernelsConfig,
+    PathConfig,
+    TaskSettings,
+    is_experiment_config,
+)
 from multikernel.solve.fit import SolveSettings
 
 __all__ = ["Unpinned", "unpinned", "check_strict", "strict_source", "NOT_DECIDING"]
@@ -56,6 +62,8 @@ NOT_DECIDING = frozenset({"verbose", "n_jobs", "cache_size", "kernel_backend", "
 _NONE_DECIDES = frozenset({"C", "loss", "regularizer", "solver", "random_state"})
 _PARTS = ("loss", "regularizer", "solver")
 _EXPERIMENT, _TASK = ExperimentSettings(), TaskSettings(kind="")
+#: The example that is the embedded default run (multikernel.config.schema.default_config).
+DEFAULT_EXAMPLE = "soft_margin"
 
 
 @attrs.frozen
@@ -289,12 +297,21 @@ class _Finder:
         self.preprocessing()
         self.kernels(KernelsConfig().family or "rbf_poly")
         self.solver_settings()
+        data_table = self.data.get("data", {})
+        if data_table.get("source") in TASK_GENERATORS:
+            for key, default in generator_parameters(TASK_GENERATORS[data_table["source"]]).items():
+                self.need(data_table.get("params", {}), key, f"data.params.{key}", default)
         model = ModelConfig()
         for i, m in enumerate(self.data.get("models", [{}])):
+            if "estimator" in m:  # a task estimator: its parameters, as in a task experiment's [[estimators]]
+                self.estimator({"name": m["estimator"], "params": m.get("params") or {},
+                                "grid": {**grid, **(m.get("grid") or {})}}, f"models[{i}]")
+                continue
             self.need(m, "method", f"models[{i}].method", model.method)
-            if "C" not in grid:  # a model's C is its own key (set on its loss)
+            keys = set(grid) | set(m.get("grid") or {})
+            if "C" not in keys:  # a model's C is its own key (set on its loss)
                 self.need(m, "C", f"models[{i}].C", model.C)
-            self.method_entry(m, f"models[{i}]", set(grid) | {"C"})
+            self.method_entry(m, f"models[{i}]", keys | {"C"})
 
 
 def _options(table: Mapping[str, Any]) -> set[str]:
@@ -315,12 +332,12 @@ def unpinned(data: Mapping[str, Any]) -> list[Unpinned]:
     """The result-deciding parts that the configuration ``data`` (a parsed TOML file: a run or an experiment
     configuration) leaves to a default, in the order of the file's tables."""
     finder = _Finder(data)
-    if "task" in data or "estimators" in data:
-        finder.task_experiment()
-    elif any(key in data for key in ("experiment", "datasets", "methods", "noisy_kernels", "paths")):
-        finder.benchmark_experiment()
-    else:
+    if not is_experiment_config(dict(data)):
         finder.run_config()
+    elif "task" in data or "estimators" in data:
+        finder.task_experiment()
+    else:
+        finder.benchmark_experiment()
     return finder.found
 
 
@@ -341,9 +358,11 @@ def check_strict(data: Mapping[str, Any]) -> None:
                           found[0].path)
 
 
-def strict_source(path: str | Path | None) -> dict[str, Any]:
-    """The parsed TOML of the configuration file ``path`` (the embedded default run's without one), as
-    :func:`check_strict` reads it: what the file gives, before any default is filled in."""
-    default = Path(schema.__file__).parent / "data" / "default.toml"  # the file default_config() reads
-    return read_toml(Path(path) if path is not None else default)
-
+def strict_source(path: str | Path | None, example: str | None = None) -> dict[str, Any]:
+    """The parsed TOML of the configuration file ``path``, of the embedded example ``example``, or of the
+    embedded default run without either, as :func:`check_strict` reads it: what the file gives, before any
+    default is filled in."""
+    if path is not None:
+        return read_toml(Path(path))
+    load_example(example or DEFAULT_EXAMPLE)  # an unknown name: the error listing the examples
+    return read_toml(EXAMPLES_DIR / f"{example or DEFAULT_EXAMPLE}.toml")
