@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
                                      "keys, values, plugin names, kernel parameters, every grid point, the data, "
                                      "and a fit of every model on a few samples.")
     _config_argument(val, "a run or experiment TOML file")
+    val.add_argument("--strict", action="store_true",
+                     help="also refuse (exit 2) a config that leaves a result-deciding part (method parts and their "
+                          "parameters, C, tol, kernels, normalization, seeds, ...) to a default; lists each key path")
 
     examples = sub.add_parser("examples", help="list the embedded examples that `run --example NAME` runs")
     examples.add_argument("--json", action="store_true", help="print the list as JSON")
@@ -232,10 +235,15 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     name = args.config or (f"example {args.example!r}" if args.example else "the embedded default")
     if isinstance(config, ExperimentConfig):
         print(_experiment_plan(name, config, None))
-        return EXIT_OK
-    plan = check_config(config)
-    shape = " x ".join(str(n) for n in plan.data.X.shape)
-    print(f"{name}: valid ({len(config.models)} model(s); {plan.task.kind} task; data {shape})")
+    else:
+        plan = check_config(config)
+        shape = " x ".join(str(n) for n in plan.data.X.shape)
+        print(f"{name}: valid ({len(config.models)} model(s); {plan.task.kind} task; data {shape})")
+    if args.strict:
+        from multikernel.experiments.strict import check_strict, strict_source
+
+        check_strict(strict_source(args.config, args.example))
+        print(f"{name}: strict: every result-deciding part is pinned")
     return EXIT_OK
 
 

@@ -18,22 +18,37 @@ from multikernel.config.task_data import TaskData
 from multikernel.core.registry import get_registry
 from multikernel.core.tasks import TaskKind
 
-__all__ = ["resolve_params", "grid_points", "standardized", "evaluate_kind"]
+__all__ = ["resolve_params", "plugin_table", "PART_PARAMETERS", "grid_points", "standardized", "evaluate_kind"]
+
+
+#: Estimator parameters that name a part of an MKL method: a table there (``{name = "ml_mkl_sa", random_state =
+#: 0}``) becomes the registered plugin.
+PART_PARAMETERS = ("loss", "regularizer", "solver")
+
+
+def plugin_table(table: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The plugin name and parameters of a table: ``{name = ..., <parameter> = ...}``, or ``{name = ..., params =
+    {...}}`` as in ``[[methods]]`` entries."""
+    if "name" not in table:
+        raise ValueError(f"a plugin table needs a 'name' (a registered plugin); got {table!r}")
+    if set(table) == {"name", "params"} and isinstance(table["params"], dict):
+        return table["name"], dict(table["params"])
+    return table["name"], {a: v for a, v in table.items() if a != "name"}
 
 
 def resolve_params(params: dict[str, Any]) -> dict[str, Any]:
     """Configuration values as the estimator takes them: a ``kernels`` list of kernel tables (``{name = "rbf",
-    gamma_scale = 0.25}``) becomes a list of registered kernel builders."""
+    gamma_scale = 0.25}``) becomes a list of registered kernel builders, and a ``loss``, ``regularizer`` or
+    ``solver`` table the registered part."""
     out = dict(params)
+    registry = get_registry()
     kernels = out.get("kernels")
     if isinstance(kernels, list) and kernels and all(isinstance(k, dict) for k in kernels):
-        registry = get_registry()
-        built = []
-        for k in kernels:
-            if "name" not in k:
-                raise ValueError(f"a kernel table needs a 'name' (a registered kernel); got {k!r}")
-            built.append(registry.create("kernel", k["name"], **{a: v for a, v in k.items() if a != "name"}))
-        out["kernels"] = built
+        out["kernels"] = [registry.create("kernel", name, **options) for name, options in map(plugin_table, kernels)]
+    for kind in PART_PARAMETERS:
+        if isinstance(out.get(kind), dict):
+            name, options = plugin_table(out[kind])
+            out[kind] = registry.create(kind, name, **options)
     return out
 
 

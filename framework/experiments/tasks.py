@@ -42,6 +42,7 @@ from multikernel.experiments.config import (
     ExperimentConfig,
     ExperimentSettings,
     TaskSettings,
+    dataset_fields,
 )
 from multikernel.experiments.units import Member, Recorder, UnitTask
 from multikernel.plugins.task_kinds import clustering_accuracy
@@ -132,8 +133,8 @@ def _estimator_entry(spec: EstimatorSpec, kind: str, path: str) -> TaskEstimator
         entry = registry.get("estimator", spec.name)
     except PluginError as exc:
         raise ConfigError(str(exc), f"{path}.name") from exc
-    if entry.task != kind:
-        same = [p.name for p in registry.plugins("estimator") if p.obj.task == kind]
+    if kind not in entry.tasks:
+        same = [p.name for p in registry.plugins("estimator") if kind in p.obj.tasks]
         raise ConfigError(f"{spec.name!r} is a {entry.task} estimator; this experiment's task is {kind} "
                           f"(its estimators: {', '.join(same) or '(none)'})", f"{path}.name")
     accepted = entry.parameters()
@@ -167,7 +168,7 @@ def check_task_experiment(config: ExperimentConfig) -> dict[str, TaskData]:
         path = f"datasets[{i}]"
         data[ds.name] = load_task_data(ds.source, format=ds.format, params=ds.params, features=ds.features,
                                        privileged=ds.privileged, classes=ds.classes, positive=ds.positive,
-                                       seed=ex.seed, path=path)
+                                       shape=ds.shape, seed=ex.seed, path=path)
         searched = any(len(grid_points(e.grid)) > 1 for e in config.estimators)
         task_kind(task.kind).check(data[ds.name], ds.source, task, ex, path, searched)
     measures = task_kind(task.kind).measures
@@ -225,7 +226,7 @@ def plan_task_units(config: ExperimentConfig, data: dict[str, TaskData],
             for r in range(ex.repeats):
                 for fold in range(task_kind(task.kind).n_folds(task)):
                     prefix = f"task/{ds.name}/{setting_name(task, setting)}/{r}/{fold}"
-                    base = {"dataset": attrs.asdict(ds), "protocol": protocol, "setting": setting, "repeat": r,
+                    base = {"dataset": dataset_fields(ds), "protocol": protocol, "setting": setting, "repeat": r,
                             "fold": fold}
                     members = [Member(key=f"{prefix}/{e.display_name}", method=e,  # type: ignore[arg-type]
                                       fingerprint=fingerprint({**base, "estimator": attrs.asdict(e)}, extra, d.y))
