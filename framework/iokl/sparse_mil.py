@@ -12,7 +12,9 @@ linear term ``r'alpha`` (``r = 1`` for the instances, ``2/|B| - 1`` for the bags
 by the library's SMO.  stMIL adds each instance of a positive bag as an unlabelled point of a transductive
 SVM (``|w'phi(x) + b| >= 1 - xi_x``, cost ``C/L_p``), solved by the concave-convex procedure from sMIL's
 instance labels; sbMIL fits sMIL, labels positive the ``eta`` fraction of the positive bags' instances it
-scores highest, and fits one SVM on every instance.  A bag's score is its best instance's.
+scores highest, and fits one SVM on every instance.  sMIL and stMIL score a bag by its mean instance score against
+the midpoint of the two margin targets, ``mean f + 1 - 1/|B|``; sbMIL, an instance classifier, by its best
+instance.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from multikernel.core.validation import Constraint, Real
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.bag_qp import certified_solve, instance_units, unit_kernel, units
 from multikernel.iokl.baselines import _kept, _MILBase
+from multikernel.iokl.estimators import _bag_lists
 from multikernel.solve.svm import InnerQP
 
 __all__ = ["sMIL", "sbMIL", "stMIL"]
@@ -94,12 +97,26 @@ class _SparseMIL(_MILBase):
         return neg, np.concatenate(pos)
 
 
-class sMIL(_SparseMIL):  # noqa: N801 (the name of Bunescu and Mooney)
+class _BagMeanScore:
+    """The bag score of sMIL's constraints: a negative bag's instances score at most -1, a positive bag's mean at
+    least ``(2 - |B|)/|B|``, so a bag is scored by its mean instance score against the midpoint ``1/|B| - 1``
+    of the two targets (0 for one instance, the SVM's own threshold)."""
+
+    def decision_function(self, X: Any, bags: Any) -> np.ndarray:
+        """Bag scores ``mean_{x in B} f(x) + 1 - 1/|B|`` (bags in the order of ``np.unique(bags)``)."""
+        K = self._cross(X)
+        lists, _ = _bag_lists(bags, len(K))
+        f = self._decide(K[:, self.support_rows_])
+        return np.array([f[b].mean() + 1.0 - 1.0 / len(b) for b in lists])
+
+
+class sMIL(_BagMeanScore, _SparseMIL):  # noqa: N801 (the name of Bunescu and Mooney)
     __doc__ = f"""sMIL: the sparse MIL SVM (Bunescu and Mooney 2007), one QP.
 
     Each positive bag is its feature-space mean with the margin target ``(2 - |B|) / |B|``; the instances of
     negative bags are negative samples (see :mod:`multikernel.iokl.sparse_mil`).  ``fit(X, y, bags)`` like the
-    other MIL baselines; a bag's score is its best instance's.
+    other MIL baselines.  A bag is scored as the constraints treat it: its mean instance score against the
+    midpoint of the negative target -1 and the positive target ``(2 - |B|)/|B|``, ``mean f + 1 - 1/|B|``.
 
     Parameters
     ----------
@@ -121,7 +138,7 @@ class sMIL(_SparseMIL):  # noqa: N801 (the name of Bunescu and Mooney)
         progress.update(gap=self.dual_gap_)
 
 
-class stMIL(_SparseMIL):  # noqa: N801
+class stMIL(_BagMeanScore, _SparseMIL):  # noqa: N801
     __doc__ = f"""stMIL: sparse transductive MIL (Bunescu and Mooney 2007).
 
     sMIL plus every instance of a positive bag as an unlabelled point of a transductive SVM,
@@ -130,7 +147,7 @@ class stMIL(_SparseMIL):  # noqa: N801
     upper bound of the objective that is tight at the current point, so each QP's optimum is at most the
     previous one; it stops when the signs repeat or the optimum decreases by less than ``tol`` (relative),
     with a ``ConvergenceWarning`` after ``max_iter`` QPs.  The unlabelled points are the training positive
-    bags' instances: no test data is needed at fit time.
+    bags' instances: no test data is needed at fit time.  Bags are scored as by :class:`sMIL`.
 
     Parameters
     ----------
@@ -190,7 +207,8 @@ class sbMIL(_SparseMIL):  # noqa: N801
     Fits sMIL, then labels positive the ``n = round(eta L_p)`` instances of the positive bags that sMIL scores
     highest (at least one per positive bag on average: ``X_p <= n <= L_p``; instances tied with the ``n``-th
     score are positive too) and the others negative, and fits one C-SVC on every training instance with the cost
-    ``C/L`` per instance (``L`` instances: ``C`` again weighs the mean slack).
+    ``C/L`` per instance (``L`` instances: ``C`` again weighs the mean slack).  The final classifier is one of
+    instances: a bag's score is its best instance's.
 
     Parameters
     ----------
