@@ -58,7 +58,9 @@ _ATTRIBUTES_DOC = """dual_coef_ : ndarray of shape (n_train_bags,)
 
 def bag_statistics(X: np.ndarray, lists: list[np.ndarray]) -> np.ndarray:
     """The statistics of each bag: its features' minima, then their maxima, shape (len(lists), 2 n_features)."""
-    return np.vstack([np.r_[X[b].min(axis=0), X[b].max(axis=0)] for b in lists])
+    rows = X[np.concatenate(lists)]
+    starts = np.cumsum([0] + [len(b) for b in lists[:-1]])
+    return np.hstack([np.minimum.reduceat(rows, starts), np.maximum.reduceat(rows, starts)])
 
 
 class _BagSVM(_MILBase):
