@@ -68,6 +68,21 @@ class _BagSVM(_MILBase):
 
     max_iter = 1  # one SVM (the progress total of _MILBase.fit); not a parameter
 
+    def __init__(self, kernels: Any = None, C: float = 10.0, tol: float = 1e-3, verbose: int = 0,
+                 kernel_params: dict[str, Any] | None = None, normalize: str = "none", standardize: bool = False,
+                 kernel_dtype: str = "float64", kernel_backend: str = "dense",
+                 memory_budget: int | str | None = None) -> None:
+        self.kernels = kernels
+        self.C = C
+        self.tol = tol
+        self.verbose = verbose
+        self.kernel_params = kernel_params
+        self.normalize = normalize
+        self.standardize = standardize
+        self.kernel_dtype = kernel_dtype
+        self.kernel_backend = kernel_backend
+        self.memory_budget = memory_budget
+
     def _fit_bag_svm(self, Kb: np.ndarray, yb: np.ndarray, progress: FitProgress) -> None:
         sol, self.dual_gap_ = certified_solve(Kb, svm_problem("csvc", yb, self.C), self.tol, who=type(self).__name__)
         self.support_rows_ = np.arange(len(Kb))
@@ -126,17 +141,10 @@ class NSK(_BagSVM):
                  tol: float = 1e-3, verbose: int = 0, kernel_params: dict[str, Any] | None = None,
                  normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
                  kernel_backend: str = "dense", memory_budget: int | str | None = None) -> None:
-        self.kernels = kernels
+        super().__init__(kernels=kernels, C=C, tol=tol, verbose=verbose, kernel_params=kernel_params,
+                         normalize=normalize, standardize=standardize, kernel_dtype=kernel_dtype,
+                         kernel_backend=kernel_backend, memory_budget=memory_budget)
         self.normalization = normalization
-        self.C = C
-        self.tol = tol
-        self.verbose = verbose
-        self.kernel_params = kernel_params
-        self.normalize = normalize
-        self.standardize = standardize
-        self.kernel_dtype = kernel_dtype
-        self.kernel_backend = kernel_backend
-        self.memory_budget = memory_budget
 
     def _check_params(self) -> None:
         if self.normalization == "featurespace" and (self._precomputed or self.normalize != "none"):
@@ -224,16 +232,10 @@ class STK(_BagSVM):
                  kernel_params: dict[str, Any] | None = None, normalize: str = "none", standardize: bool = True,
                  kernel_dtype: str = "float64", kernel_backend: str = "dense",
                  memory_budget: int | str | None = None) -> None:
-        self.kernels = kernels
-        self.C = C
-        self.tol = tol
-        self.verbose = verbose
-        self.kernel_params = kernel_params
-        self.normalize = normalize
-        self.standardize = standardize
-        self.kernel_dtype = kernel_dtype
-        self.kernel_backend = kernel_backend
-        self.memory_budget = memory_budget
+        # the same parameters as NSK's but standardize: the statistics of raw features span orders of magnitude
+        super().__init__(kernels=kernels, C=C, tol=tol, verbose=verbose, kernel_params=kernel_params,
+                         normalize=normalize, standardize=standardize, kernel_dtype=kernel_dtype,
+                         kernel_backend=kernel_backend, memory_budget=memory_budget)
 
     def _check_params(self) -> None:
         if self._precomputed:
