@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from _mkl_testing import scaled
+from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.svm import SVC
 
@@ -76,7 +77,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceW
 
 @pytest.mark.parametrize("normalization", ["featurespace", "averaging", "none"])
 @given(problem=bag_problems())
-@settings(max_examples=8)
+@scaled(0.8)
 def test_nsk_is_the_svc_of_its_closed_form_kernel(normalization, problem):
     X, bags, y, Xt, bt, C = problem
     gamma = 0.5
@@ -106,7 +107,7 @@ def test_bag_statistics_are_the_minima_then_maxima():
 
 
 @given(problem=bag_problems(max_log_scale=0))  # a cubic kernel of statistics scaled by 10 spans 10^9
-@settings(max_examples=10)
+@scaled(1.0)
 def test_stk_is_the_svc_of_the_polynomial_kernel_of_the_statistics(problem):
     X, bags, y, Xt, bt, C = problem
     poly = create("kernel", "poly", degree=3, gamma=0.5, coef0=1.0)

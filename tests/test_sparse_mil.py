@@ -14,7 +14,8 @@ import warnings
 import cvxpy as cp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from _mkl_testing import scaled
+from hypothesis import given
 from hypothesis import strategies as st
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
@@ -85,7 +86,7 @@ def _linear():
 
 
 @given(mil_problems())
-@settings(max_examples=15)
+@scaled(1.5)
 def test_smil_is_the_primal_optimum(problem):
     X, bags, y, C = problem
     with warnings.catch_warnings(record=True) as caught:
@@ -136,7 +137,7 @@ def stmil_objective(w, b, X, bags, y, C):
 
 
 @given(mil_problems())
-@settings(max_examples=10)
+@scaled(1.0)
 def test_stmil_only_lowers_its_objective_from_the_smil_start(problem):
     X, bags, y, C = problem
     with warnings.catch_warnings():
