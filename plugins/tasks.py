@@ -41,6 +41,8 @@ from multikernel.estimators.one_class import MKLOneClass
 from multikernel.estimators.regressor import MKLRegressor
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
+from multikernel.iokl.set_kernels import NSK, STK
+from multikernel.iokl.sparse_mil import sbMIL, sMIL, stMIL
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.plugins.kernels import RBFKernel
 from multikernel.ranking import MLkNN, MultiLabelRanker, OneVsRestRanker
@@ -49,6 +51,8 @@ __all__ = ["LabeledPart", "ESTIMATORS"]
 
 _BUCAK = "Bucak, Learning from multiple kernels and ambiguous labels (PhD thesis, Michigan State University, 2013)"
 _XU_IOKL = "Xu, Tsang and Xu, Input-output kernel learning, ICDM 2012; Xu's thesis, chapter 4"
+_BUNESCU = "Bunescu and Mooney, Multiple instance learning for sparse positive bags, ICML 2007"
+_GAERTNER = "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"
 _ANDREWS = ("Andrews, Tsochantaridis and Hofmann, Support vector machines for multiple-instance learning, "
             "NIPS 2002")
 
@@ -204,6 +208,15 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            _ANDREWS),
     _entry("mi_kernel", "mil", MIKernelSVM, "MI-kernel: SVC on the set kernel of the bags.",
            "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"),
+    _entry("smil", "mil", sMIL, "sMIL: sparse MIL, each positive bag's mean with the margin (2 - |B|)/|B|.",
+           _BUNESCU),
+    _entry("stmil", "mil", stMIL, "stMIL: sMIL with the positive bags' instances as transductive unlabelled "
+           "points (concave-convex procedure).", _BUNESCU),
+    _entry("sbmil", "mil", sbMIL, "sbMIL: sMIL, then the top eta fraction of positive-bag instances positive and "
+           "one SVM on every instance.", _BUNESCU),
+    _entry("nsk", "mil", NSK, "NSK: SVC on the normalized set kernel of the bags.", _GAERTNER),
+    _entry("stk", "mil", STK, "STK: SVC on a polynomial kernel of each bag's feature minima and maxima.",
+           _GAERTNER),
     # clustering
     _entry("iokl_clustering", "clustering", IOKLClustering, "Maximum-margin clustering by IOKL (two clusters, "
            "balance constraint).", _XU_IOKL),
