@@ -152,8 +152,9 @@ ki_svm = _signed(_ki_svm, IOKLMultipleInstanceClassifier)
 
 
 def _entry(name: str, task: str, factory: Callable[..., Any], summary: str, citation: str = "",
-           **params: Any) -> TaskEstimator:
-    return TaskEstimator(name=name, task=task, factory=factory, params=params, summary=summary, citation=citation)
+           also: tuple[str, ...] = (), **params: Any) -> TaskEstimator:
+    return TaskEstimator(name=name, task=task, factory=factory, params=params, summary=summary, citation=citation,
+                         also=also)
 
 
 ESTIMATORS: tuple[TaskEstimator, ...] = (
@@ -174,6 +175,14 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "probabilities (PLATT).", _BUCAK + ", section 7", platt=True),
     _entry("mlknn", "multilabel_ranking", MLkNN, "ML-kNN: multi-label k nearest neighbours.",
            "Zhang and Zhou, ML-KNN: A lazy learning approach to multi-label learning, Pattern Recognition 2007"),
+    _entry("ml_mkl_sum", "multilabel_ranking", MKLClassifier, "ML-MKL-Sum: one SVM per label, one kernel weight "
+           "vector shared by all labels, their objectives summed (MKLClassifier, multiclass='shared'; level "
+           "method); labels ranked by decision values.", _BUCAK + ", ch. 3 (eq. 3.1-3.2)", method="l1mkl",
+           multiclass="shared"),
+    _entry("ml_mkl_sa", "multilabel_ranking", MKLClassifier, "ML-MKL-SA: the ML-MKL-Sum problem by stochastic "
+           "approximation (a sample of labels per step; certified gap).",
+           _BUCAK + ", ch. 3; Bucak, Jin and Jain, Multi-label multiple kernel learning by stochastic approximation, "
+           "NIPS 2010", method="ml_mkl_sa", multiclass="shared"),
     # semi-supervised learning
     _entry("iokl_ssl", "ssl", IOKLSemiSupervisedClassifier, "IOKL semi-supervised (IOKL-HM; theta for IOKL-SM): "
            "transductive SVM through input-output kernels.", _XU_IOKL),
@@ -203,7 +212,8 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
     _entry("spectral", "clustering", SpectralClustering, "scikit-learn's SpectralClustering (k-NN affinity).", "",
            n_clusters=2, affinity="nearest_neighbors", random_state=0),
     # classification of feature vectors with several kernels (the MKL methods by their method name, hMKL)
-    _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method).", ""),
+    _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method); also "
+           "multi-label ranking (per-label weights, or multiclass='shared').", "", also=("multilabel_ranking",)),
     _entry("mkl_cv", "classification", MKLClassifierCV, "MKLClassifierCV: an MKL method preset with C chosen by "
            "cross-validation along a warm-started path (parameters Cs, cv).", ""),
     _entry("hmkl", "classification", HMKLClassifier, "Heterogeneous MKL: a trace-norm learnt kernel over the "
