@@ -40,6 +40,7 @@ from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam, 
 from multikernel.iokl.checks import labelled_ratio, warn_one_class
 from multikernel.iokl.cutting_plane import (
     DEFAULT_SOLVER,
+    N_STARTS,
     CuttingPlaneResult,
     _check_theta,
     cutting_plane,
@@ -81,6 +82,7 @@ _IOKL_CONSTRAINTS: dict[str, list[Constraint]] = {
     "max_iter": [Integer(low=1)],
     "cp_tol": [Real(low=0)],
     "enumerate_limit": [Integer(low=1)],
+    "n_starts": [Integer(low=0)],
     "warm_start": [Boolean()],
     "offset": [Real(low=0, closed="left")],
     "random_state": [RandomState()],
@@ -136,7 +138,8 @@ class _IOKLBase(KernelInputMixin, MultikernelEstimator):
         progress = getattr(self, "_progress", None)
         result = cutting_plane(inputs, cset, C, start, theta=self.theta, offset=float(self.offset),
                                solver=self.solver, tol=self.tol, max_iter=self.max_iter, cp_tol=self.cp_tol,
-                               enumerate_limit=self.enumerate_limit, random_state=self.random_state, warm=warm,
+                               enumerate_limit=self.enumerate_limit, n_starts=self.n_starts,
+                               random_state=self.random_state, warm=warm,
                                callback=None if progress is None else _progress_callback(progress))
         self.result_ = result
         self.n_iter_ = result.n_iter
@@ -217,6 +220,10 @@ _COMMON_DOC = """
         Cutting-plane stopping tolerance (see :mod:`multikernel.iokl.cutting_plane`).
     enumerate_limit : int, default=4096
         Exact most-violated search when the feasible set is at most this large.
+    n_starts : int, default=20
+        Random feasible candidates from which the sorting search also starts at every cutting-plane iteration,
+        besides the classifier's own labels and the strongest group (:data:`multikernel.iokl.cutting_plane.N_STARTS`);
+        0 is the thesis's search, from the current solution only.
     warm_start : bool, default=False
         Continue from the previous fit's candidates, weights and ``alpha`` (same training data).
     offset : float, default=0.1
@@ -224,8 +231,7 @@ _COMMON_DOC = """
         adds 1 (footnote 1 of chapter 4); with unit-diagonal kernels and no ``alpha'y = 0`` constraint that
         constant dominates the label search (it favours candidates with one sign), so the default is 0.1.
     random_state : int, RandomState instance or None, default=0
-        Seed of the random starts of the most violated candidate search
-        (:data:`multikernel.iokl.cutting_plane.N_STARTS`).
+        Seed of the random starts of the most violated candidate search (``n_starts``).
     verbose : int, default=0
         ``>= 1`` shows the cutting-plane iterations (a progress bar on a terminal, log lines elsewhere).
 """
@@ -271,7 +277,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
     def __init__(self, kernels: Any = None, C_labeled: float = 100.0,
                  C_unlabeled: float = 1.0, positive_fraction: float | None = None, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 enumerate_limit: int = 4096, n_starts: int = N_STARTS, warm_start: bool = False, offset: float = 0.1,
                  random_state: int | np.random.RandomState | None = 0, kernel_params: dict[str, Any] | None = None,
                  normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
                  kernel_backend: str = "dense", memory_budget: int | str | None = None, verbose: int = 0) -> None:
@@ -285,6 +291,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         self.max_iter = max_iter
         self.cp_tol = cp_tol
         self.enumerate_limit = enumerate_limit
+        self.n_starts = n_starts
         self.warm_start = warm_start
         self.offset = offset
         self.random_state = random_state
@@ -516,7 +523,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     def __init__(self, kernels: Any = None, level: str = "bag", C: float = 10.0,
                  portion: float = 0.0, round_keys: bool = True, theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
-                 enumerate_limit: int = 4096, warm_start: bool = False, offset: float = 0.1,
+                 enumerate_limit: int = 4096, n_starts: int = N_STARTS, warm_start: bool = False, offset: float = 0.1,
                  random_state: int | np.random.RandomState | None = 0, kernel_params: dict[str, Any] | None = None,
                  normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
                  kernel_backend: str = "dense", memory_budget: int | str | None = None, verbose: int = 0) -> None:
@@ -531,6 +538,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.max_iter = max_iter
         self.cp_tol = cp_tol
         self.enumerate_limit = enumerate_limit
+        self.n_starts = n_starts
         self.warm_start = warm_start
         self.offset = offset
         self.random_state = random_state
@@ -669,7 +677,7 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
 
     def __init__(self, kernels: Any = None, n_clusters: int = 2, balance: float = 0.1,
                  C: float = 1.0, theta: float | None = None, solver: str = DEFAULT_SOLVER, tol: float = 1e-3,
-                 max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096,
+                 max_iter: int = 30, cp_tol: float = 1e-3, enumerate_limit: int = 4096, n_starts: int = N_STARTS,
                  warm_start: bool = False, offset: float = 0.1, random_state: int | np.random.RandomState | None = 0,
                  kernel_params: dict[str, Any] | None = None,
                  normalize: str = "none", standardize: bool = False, kernel_dtype: str = "float64",
@@ -684,6 +692,7 @@ class IOKLClustering(ClusterMixin, _IOKLBase):
         self.max_iter = max_iter
         self.cp_tol = cp_tol
         self.enumerate_limit = enumerate_limit
+        self.n_starts = n_starts
         self.warm_start = warm_start
         self.offset = offset
         self.random_state = random_state
