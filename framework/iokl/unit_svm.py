@@ -1,0 +1,69 @@
+"""The convex step shared by MissSVM and MICA: a C-SVC over *units*, fixed convex combinations of instances.
+
+A unit is a row ``v`` of a non-negative matrix ``V`` (units x instances) whose rows sum to one: a single instance
+(a one-hot row) or a positive bag's combination of its instances.  In the kernel's feature space the unit is
+``sum_j v_j phi(x_j)``, so the units' kernel is ``V K V'`` and the SVM's decision on any instance is
+``f(x) = sum_j c_j k(x_j, x) + b`` with the instance coefficients ``c = V' (alpha o y)``.  The dual
+
+    max_alpha  1'alpha - 1/2 (alpha o y)' V K V' (alpha o y),   0 <= alpha_u <= C_u,   y'alpha = 0
+
+is solved by libsvm (scikit-learn's :class:`~sklearn.svm.SVC` on the precomputed units' kernel, per-unit bounds
+``C_u`` as sample weights).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.svm import SVC
+
+__all__ = ["SVM_TOL", "bag_combinations", "hinge", "unit_svm"]
+
+#: libsvm's stopping tolerance on the KKT violation of the units' SVM: tighter than libsvm's default 1e-3 because
+#: the alternations compare objectives and linearisations between steps.
+SVM_TOL = 1e-5
+
+
+def bag_combinations(bags: list[np.ndarray], weights: list[np.ndarray], n: int) -> sp.csr_matrix:
+    """The units of ``bags`` with the given convex weights (one array per bag, same order): a sparse (bags x n)."""
+    rows = np.repeat(np.arange(len(bags)), [len(b) for b in bags])
+    return sp.csr_matrix((np.concatenate(weights), (rows, np.concatenate(bags))), shape=(len(bags), n))
+
+
+def hinge(margins: np.ndarray) -> np.ndarray:
+    """``max(0, 1 - margins)``."""
+    return np.maximum(0.0, 1.0 - margins)
+
+
+def unit_svm(K: np.ndarray, V: sp.csr_matrix, labels: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, float]:
+    """The C-SVC over the units ``V`` (rows of convex weights over the ``n`` instances of ``K``).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The instances' kernel.
+    V : sparse matrix of shape (n_units, n)
+    labels : ndarray of shape (n_units,)
+        -1 / +1.
+    bounds : ndarray of shape (n_units,)
+        The box ``C_u`` of each unit's dual variable; units with a zero bound take no part.
+
+    Returns
+    -------
+    coef : ndarray of shape (n,)
+        The instance coefficients ``V' (alpha o y)``: ``f = K @ coef + intercept``.
+    intercept : float
+    """
+    keep = np.flatnonzero(bounds > 0)
+    V, labels, bounds = V[keep], labels[keep], bounds[keep]
+    VK = np.asarray(V @ K)
+    Ku = np.asarray(V @ VK.T)
+    Ku = 0.5 * (Ku + Ku.T)  # exactly symmetric for libsvm
+    if len(np.unique(labels)) < 2:
+        # one class only: the SVM's optimum is w = 0 with the bias at that class (every dual variable at its
+        # bound would violate y'alpha = 0); libsvm refuses one class, so it is written down directly
+        return np.zeros(K.shape[0]), float(labels[0])
+    svm = SVC(kernel="precomputed", C=1.0, tol=SVM_TOL, shrinking=True).fit(Ku, labels, sample_weight=bounds)
+    signed = np.zeros(len(labels))
+    signed[svm.support_] = svm.dual_coef_[0]  # alpha_u y_u (scikit-learn's classes_[1] is +1: positive decision)
+    return np.asarray(V.T @ signed).ravel(), float(svm.intercept_[0])
