@@ -51,8 +51,9 @@ def mil_problems(draw: Any, max_bags: int = 8, max_size: int = 4, singletons: bo
     X, bags, y = np.vstack(X), np.array(bags), np.array(y)
     if rank_one:  # every column a copy of the first: a rank-one kernel
         X[:, 1:] = X[:, :1]
-    for i in rng.integers(0, len(X), size=n_copies):  # an exact copy inside the same bag
-        X, bags, y = np.vstack([X, X[i]]), np.r_[bags, bags[i]], np.r_[y, y[i]]
+    for i in rng.integers(0, len(X), size=n_copies):  # an exact copy, in the same bag (singletons: a new bag)
+        bag = bags.max() + 1 if singletons else bags[i]
+        X, bags, y = np.vstack([X, X[i]]), np.r_[bags, bag], np.r_[y, y[i]]
     text = (f"mil_problems(sizes={sizes}, n_pos={n_pos}, d={d}, rank_one={rank_one}, copies={n_copies}, "
             f"scale={scale:g}, C={C:g}, seed={seed})")
     return MILProblem(X * scale, bags, y, C, text)

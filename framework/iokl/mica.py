@@ -139,6 +139,7 @@ class MICA(_MILBase):
             self.support_rows_ = np.flatnonzero(best[1])
             self.dual_coef_ = best[1][self.support_rows_]
             self.intercept_ = float(best[2])
+            self.objective_, self.objectives_ = best[0], np.array(history)
 
         self.n_iter_, converged = 0, False
         for _ in range(self.max_iter):
@@ -165,8 +166,6 @@ class MICA(_MILBase):
                 converged = True
                 break
         keep()
-        self.objectives_ = np.array(history)
-        self.objective_ = float(best[0])
         if not converged:
             warnings.warn(f"MICA stopped at max_iter={self.max_iter} with the positive bags' convex combinations "
                           f"still changing; the alternation of least objective is kept. Increase max_iter",

@@ -99,6 +99,7 @@ class MissSVM(_MILBase):
 
         def keep() -> None:  # Ctrl-C and the end of the fit: the step of least objective
             self._set_model(best[1], best[2])
+            self.objective_, self.objectives_ = best[0], np.array(history)
 
         self.n_iter_, converged = 0, False
         for _ in range(self.max_iter):
@@ -119,8 +120,6 @@ class MissSVM(_MILBase):
                 converged = True
                 break
         keep()
-        self.objectives_ = np.array(history)
-        self.objective_ = float(best[0])
         if not converged:
             warnings.warn(f"MissSVM stopped at max_iter={self.max_iter} with the CCCP's linearisation (witnesses "
                           f"and instance signs) still changing and its objective still decreasing by more than "
