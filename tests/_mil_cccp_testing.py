@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
+
+from multikernel import create
+from multikernel.iokl.unit_svm import SVM_TOL
 
 
 class MILProblem:
@@ -85,3 +90,30 @@ def l1_svm_optimum(KV: np.ndarray, labels: np.ndarray, C: float) -> float:
     prob = cp.Problem(cp.Minimize(cp.norm1(u) + C * cp.sum(cp.pos(1 - cp.multiply(labels, KV @ u + b)))))
     prob.solve(solver=cp.CLARABEL)
     return float(prob.value)
+
+
+def fit_linear(cls: type, p: MILProblem, **params: Any) -> Any:
+    """``cls`` fitted on ``p`` with the linear kernel (the kernel the references use), capped fits allowed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return cls(kernels=[create("kernel", "linear")], C=p.C, **params).fit(p.X, p.y, p.bags)
+
+
+def relative(a: float, b: float) -> float:
+    return abs(a - b) / max(1.0, abs(b))
+
+
+def shifted_bags(n_bags: int = 20, shift: float = 1.5, seed: int = 0) -> tuple[np.ndarray, ...]:
+    """Bags of three Gaussian instances, every other bag positive with one instance shifted by ``shift``."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(3 * n_bags, 2))
+    bags = np.repeat(np.arange(n_bags), 3)
+    y = np.where(bags % 2 == 0, 1, 0)
+    X[::6] += shift
+    return X, y, bags
+
+
+def svm_allowance(reference: float, bounds_sum: float) -> float:
+    """How far an objective reached by the SMO may lie from the exact one: 1e-4 relative, plus the duality gap its
+    stopping rule allows (the KKT tolerance on each margin, times the sum of the dual variables' bounds)."""
+    return 1e-4 * max(1.0, abs(reference)) + SVM_TOL * bounds_sum

@@ -15,6 +15,7 @@ from multikernel import create
 from multikernel.cli import main
 from multikernel.errors import FitInterruptedWarning
 from multikernel.iokl import MICA, MissSVM
+from tests._mil_cccp_testing import shifted_bags
 from tests.test_task_plugins import _mil_csv
 
 CONFIG = """
@@ -65,19 +66,10 @@ def test_a_task_experiment_runs_both_from_the_command_line(tmp_path: Path):
     assert all(row[name]["accuracy"] >= 0.75 for name in row), row
 
 
-def _bags(seed: int = 0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(60, 2))
-    bags = np.repeat(np.arange(20), 3)
-    y = np.where(bags % 2 == 0, 1, 0)
-    X[::6] += 1.0
-    return X, y, bags
-
-
 @pytest.mark.parametrize("cls, step", [(MissSVM, "multikernel.iokl.missvm.unit_svm"),
                                        (MICA, "multikernel.iokl.mica.l1_svm_lp")])
 def test_ctrl_c_keeps_the_best_completed_step(cls, step, monkeypatch):
-    X, y, bags = _bags()
+    X, y, bags = shifted_bags(shift=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         full = cls(kernels=[create("kernel", "rbf")], C=1.0, max_iter=100).fit(X, y, bags)

@@ -19,18 +19,16 @@ feature-space-mean start, the l1 form its sparse, linear-programming counterpart
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
-from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.core.validation import Constraint, Options
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.baselines import _MILBase
-from multikernel.iokl.unit_svm import bag_combinations, hinge, unit_svm
+from multikernel.iokl.unit_svm import Steps, bag_combinations, hinge, unit_svm
 
 __all__ = ["MICA", "l1_svm_lp"]
 
@@ -132,16 +130,7 @@ class MICA(_MILBase):
         labels = np.r_[-np.ones(len(neg)), np.ones(len(pos))]
         negatives = sp.csr_matrix((np.ones(len(neg)), (np.arange(len(neg)), neg)), shape=(len(neg), n))
         weights = [np.full(len(b), 1.0 / len(b)) for b in pos]  # v uniform: the bag means
-        best: tuple[float, np.ndarray, float] | None = None
-        history: list[float] = []
-
-        def keep() -> None:  # Ctrl-C and the end of the fit: the alternation of least objective
-            self.support_rows_ = np.flatnonzero(best[1])
-            self.dual_coef_ = best[1][self.support_rows_]
-            self.intercept_ = float(best[2])
-            self.objective_, self.objectives_ = best[0], np.array(history)
-
-        self.n_iter_, converged = 0, False
+        steps = Steps(self)
         for _ in range(self.max_iter):
             V = sp.vstack([negatives, bag_combinations(pos, weights, n)], format="csr")
             if self.regularizer == "l1":
@@ -149,24 +138,16 @@ class MICA(_MILBase):
             else:
                 coef, b = unit_svm(K, V, labels, np.full(len(labels), C))
             f = K @ coef + b
-            self.n_iter_ += 1
             # the combinations' step: each bag's vertex of largest f, which also gives the objective at (u, b, v)
             witnesses = [int(np.argmax(f[bag])) for bag in pos]
             new = [np.eye(len(bag))[w] for bag, w in zip(pos, witnesses, strict=True)]
             margins = np.r_[-f[neg], [f[bag][w] for bag, w in zip(pos, witnesses, strict=True)]]
             penalty = np.abs(coef).sum() if self.regularizer == "l1" else 0.5 * coef @ K @ coef
-            objective = float(penalty + C * hinge(margins).sum())
-            history.append(objective)
-            if best is None or objective < best[0]:
-                best = (objective, coef, b)
-            progress.update(keep=keep)
+            steps.record(coef, b, float(penalty + C * hinge(margins).sum()))
+            progress.update(keep=steps.keep)  # Ctrl-C: the alternation of least objective is the model
             repeated = all(np.array_equal(a, c) for a, c in zip(new, weights, strict=True))
             weights = new
             if repeated:
-                converged = True
-                break
-        keep()
-        if not converged:
-            warnings.warn(f"MICA stopped at max_iter={self.max_iter} with the positive bags' convex combinations "
-                          f"still changing; the alternation of least objective is kept. Increase max_iter",
-                          ConvergenceWarning, stacklevel=4)
+                steps.keep()
+                return
+        steps.capped("the positive bags' convex combinations still changing")

@@ -20,17 +20,15 @@ gives every positive-bag instance both labels with half the bound (the majorant 
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.core.validation import Constraint, Real
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.baselines import _MILBase
-from multikernel.iokl.unit_svm import bag_combinations, hinge, unit_svm
+from multikernel.iokl.unit_svm import Steps, bag_combinations, hinge, unit_svm
 
 __all__ = ["MissSVM"]
 
@@ -94,42 +92,23 @@ class MissSVM(_MILBase):
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         problem = _MissProblem(K, lists, yb, float(self.C))
         witnesses, signs = None, None  # None: the first step's bag means and half-labelled instances
-        best: tuple[float, np.ndarray, float] | None = None
-        history: list[float] = []
-
-        def keep() -> None:  # Ctrl-C and the end of the fit: the step of least objective
-            self._set_model(best[1], best[2])
-            self.objective_, self.objectives_ = best[0], np.array(history)
-
-        self.n_iter_, converged = 0, False
+        steps = Steps(self)
         for _ in range(self.max_iter):
             coef, b = unit_svm(K, *problem.units(witnesses, signs))
             f = K @ coef + b
-            objective = problem.objective(coef, f)
-            self.n_iter_ += 1
-            history.append(objective)
-            if best is None or objective < best[0]:
-                best = (objective, coef, b)
-            progress.update(keep=keep)
+            steps.record(coef, b, problem.objective(coef, f))
+            progress.update(keep=steps.keep)  # Ctrl-C: the step of least objective is the model
             new_witnesses, new_signs = problem.linearise(f)
             repeated = (witnesses is not None and np.array_equal(new_witnesses, witnesses)
                         and np.array_equal(new_signs, signs))
-            stalled = len(history) > 1 and history[-2] - objective <= self.tol * abs(objective)
+            J = steps.history
+            stalled = len(J) > 1 and J[-2] - J[-1] <= self.tol * abs(J[-1])
             witnesses, signs = new_witnesses, new_signs
             if repeated or stalled:
-                converged = True
-                break
-        keep()
-        if not converged:
-            warnings.warn(f"MissSVM stopped at max_iter={self.max_iter} with the CCCP's linearisation (witnesses "
-                          f"and instance signs) still changing and its objective still decreasing by more than "
-                          f"tol={self.tol:g} times its value; the step of least objective is kept. Increase "
-                          f"max_iter", ConvergenceWarning, stacklevel=4)
-
-    def _set_model(self, coef: np.ndarray, b: float) -> None:
-        self.support_rows_ = np.flatnonzero(coef)
-        self.dual_coef_ = coef[self.support_rows_]
-        self.intercept_ = float(b)
+                steps.keep()
+                return
+        steps.capped(f"the CCCP's linearisation (witnesses and instance signs) still changing and its objective "
+                     f"still decreasing by more than tol={self.tol:g} times its value")
 
 
 class _MissProblem:
@@ -142,7 +121,6 @@ class _MissProblem:
         self.pos_inst = np.concatenate(self.pos)
         n_neg, n_pos, n_bags = len(self.neg), len(self.pos_inst), len(self.pos)
         self.C, self.C_bag, self.C_unl = C, C * n_neg / n_bags, C * n_neg / n_pos
-        self.bag_of = np.repeat(np.arange(n_bags), [len(b) for b in self.pos])
 
     def _one_hot(self, rows: np.ndarray) -> sp.csr_matrix:
         return sp.csr_matrix((np.ones(len(rows)), (np.arange(len(rows)), rows)), shape=(len(rows), self.n))

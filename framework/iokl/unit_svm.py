@@ -1,4 +1,6 @@
-"""The convex step shared by MissSVM and MICA: a C-SVC over *units*, fixed convex combinations of instances.
+"""What MissSVM and MICA share: their convex step, a C-SVC over *units* (fixed convex combinations of instances),
+and the record of their steps (:class:`Steps`: the objectives, the step of least objective that a finished or
+interrupted fit keeps, the warning of a capped fit).
 
 A unit is a row ``v`` of a non-negative matrix ``V`` (units x instances) whose rows sum to one: a single instance
 (a one-hot row) or a positive bag's combination of its instances.  In the kernel's feature space the unit is
@@ -14,12 +16,16 @@ margins and the bias, measured against cvxpy).
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from multikernel.solve.smo import solve_qp
 
-__all__ = ["SVM_TOL", "bag_combinations", "hinge", "unit_svm"]
+__all__ = ["SVM_TOL", "Steps", "bag_combinations", "hinge", "unit_svm"]
 
 #: The SMO's stopping tolerance on the KKT violation of the units' SVM (a margin error): tighter than libsvm's
 #: default 1e-3 because the alternations compare objectives and linearisations between steps.
@@ -67,3 +73,36 @@ def unit_svm(K: np.ndarray, V: sp.csr_matrix, labels: np.ndarray, bounds: np.nda
         return np.zeros(K.shape[0]), float(labels[0])
     res = solve_qp(Ku, labels, p=-1.0, lower=0.0, upper=bounds, y_sum=0.0, tol=SVM_TOL)
     return np.asarray(V.T @ (res.alpha * labels)).ravel(), float(res.bias)
+
+
+class Steps:
+    """The steps of an alternation on ``estimator``: each step's objective, and the step of least objective.
+
+    :meth:`keep` writes that step into the estimator as its model (``dual_coef_`` over ``support_rows_``,
+    ``intercept_``, ``objective_``, ``objectives_``, ``n_iter_``); it is the ``keep`` that Ctrl-C calls.
+    """
+
+    def __init__(self, estimator: Any) -> None:
+        self.estimator = estimator
+        self.history: list[float] = []
+        self.best: tuple[float, np.ndarray, float] | None = None
+
+    def record(self, coef: np.ndarray, intercept: float, objective: float) -> None:
+        self.history.append(objective)
+        if self.best is None or objective < self.best[0]:
+            self.best = (objective, coef, intercept)
+
+    def keep(self) -> None:
+        est = self.estimator
+        objective, coef, intercept = self.best
+        est.support_rows_ = np.flatnonzero(coef)
+        est.dual_coef_ = coef[est.support_rows_]
+        est.intercept_ = float(intercept)
+        est.objective_, est.objectives_, est.n_iter_ = float(objective), np.array(self.history), len(self.history)
+
+    def capped(self, what: str) -> None:
+        """Keep the best step and warn that ``what`` still held after ``max_iter`` steps."""
+        self.keep()
+        est = self.estimator
+        warnings.warn(f"{type(est).__name__} stopped at max_iter={est.max_iter} with {what}; the step of least "
+                      f"objective is kept. Increase max_iter", ConvergenceWarning, stacklevel=5)
