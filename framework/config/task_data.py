@@ -29,6 +29,7 @@ import attrs
 import numpy as np
 
 from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS, load_data
+from multikernel.config.example_data import EXAMPLE_GENERATORS
 from multikernel.errors import ConfigError
 
 __all__ = ["TaskData", "TASK_GENERATORS", "load_task_data", "read_task_csv", "make_g241c", "make_g241d",
@@ -104,9 +105,10 @@ def _toy_bilinear(**params: Any) -> tuple[np.ndarray, np.ndarray]:
 
 TASK_GENERATORS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
     **GENERATORS, "g241c": make_g241c, "g241d": make_g241d, "toy_bilinear": _toy_bilinear,
-    "multilabel": make_multilabel,
+    "multilabel": make_multilabel, **EXAMPLE_GENERATORS,
 }
-"""Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``."""
+"""Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``, or
+``(X, y, groups, privileged)`` for data with bags or a second view."""
 
 
 def _number(text: str) -> bool:
@@ -188,10 +190,10 @@ def load_task_data(source: str, *, format: str = "auto", params: dict[str, Any] 
     """
     if source in TASK_GENERATORS:
         try:
-            X, y = TASK_GENERATORS[source](**{"random_state": seed, **(params or {})})
+            X, y, *views = TASK_GENERATORS[source](**{"random_state": seed, **(params or {})})
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"bad parameters for generator {source!r}: {exc}", f"{path}.params") from exc
-        data = TaskData(np.asarray(X, dtype=np.float64), np.asarray(y))
+        data = TaskData(np.asarray(X, dtype=np.float64), np.asarray(y), *views)
     elif source in BUILTIN_LOADERS or format == "libsvm" or (format == "auto" and not source.lower().endswith(".csv")):
         try:
             X, y, _ = load_data(source, format)

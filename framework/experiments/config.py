@@ -63,8 +63,9 @@ __all__ = [
 ]
 
 DEFAULT_RATIOS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2]
-EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths", "task", "estimators")
-"""Top-level keys that only experiment configurations have (run configurations have none of them)."""
+EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths", "estimators")
+"""Top-level keys that only experiment configurations have (run configurations have none of them; ``[task]`` is
+in both)."""
 
 
 @attrs.define
