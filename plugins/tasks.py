@@ -41,6 +41,8 @@ from multikernel.estimators.one_class import MKLOneClass
 from multikernel.estimators.regressor import MKLRegressor
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
+from multikernel.iokl.mica import MICA
+from multikernel.iokl.missvm import MissSVM
 from multikernel.iokl.set_kernels import NSK, STK
 from multikernel.iokl.sparse_mil import sbMIL, sMIL, stMIL
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
@@ -217,6 +219,12 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
     _entry("nsk", "mil", NSK, "NSK: SVC on the normalized set kernel of the bags.", _GAERTNER),
     _entry("stk", "mil", STK, "STK: SVC on a polynomial kernel of each bag's feature minima and maxima.",
            _GAERTNER),
+    _entry("missvm", "mil", MissSVM, "MissSVM: the positive bags' instances as unlabelled points of a transductive "
+           "SVM with a bag constraint, by the concave-convex procedure.",
+           "Zhou and Xu, On the relation between multi-instance learning and semi-supervised learning, ICML 2007"),
+    _entry("mica", "mil", MICA, "MICA: each positive bag as a convex combination of its instances, the 1-norm SVM "
+           "(linear programme) alternated with the combinations (regularizer='l2': a C-SVC).",
+           "Mangasarian and Wild, Multiple instance classification via successive linear programming, JOTA 2008"),
     # clustering
     _entry("iokl_clustering", "clustering", IOKLClustering, "Maximum-margin clustering by IOKL (two clusters, "
            "balance constraint).", _XU_IOKL),

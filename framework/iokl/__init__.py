@@ -16,8 +16,10 @@ from multikernel.iokl.estimators import (
 )
 from multikernel.iokl.inner import SimplexRidge
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
+from multikernel.iokl.mica import MICA
+from multikernel.iokl.missvm import MissSVM
 from multikernel.iokl.stack import IOColumns, IOStack
 
 __all__ = ["CandidateSet", "CuttingPlaneResult", "IOColumns", "IOKLClustering", "IOKLMultipleInstanceClassifier",
-           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "SimplexRidge",
+           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "MICA", "MissSVM", "SimplexRidge",
            "cutting_plane", "default_kernels", "solve_candidates"]
