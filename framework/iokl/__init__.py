@@ -7,6 +7,7 @@ is solved by the core's outer solvers with the group regularizers of :mod:`multi
 candidates are added by a cutting-plane loop (Algorithm 3).
 """
 
+from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
 from multikernel.iokl.cutting_plane import CuttingPlaneResult, cutting_plane, solve_candidates
 from multikernel.iokl.estimators import (
     IOKLClustering,
@@ -18,8 +19,12 @@ from multikernel.iokl.inner import SimplexRidge
 from multikernel.iokl.labels import CandidateSet, KeyInstanceSet, LabelSet
 from multikernel.iokl.mica import MICA
 from multikernel.iokl.missvm import MissSVM
+from multikernel.iokl.set_kernels import NSK, STK
+from multikernel.iokl.sparse_mil import sbMIL, sMIL, stMIL
 from multikernel.iokl.stack import IOColumns, IOStack
 
 __all__ = ["CandidateSet", "CuttingPlaneResult", "IOColumns", "IOKLClustering", "IOKLMultipleInstanceClassifier",
-           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "MICA", "MissSVM", "SimplexRidge",
-           "cutting_plane", "default_kernels", "solve_candidates"]
+           "IOKLSemiSupervisedClassifier", "IOStack", "KeyInstanceSet", "LabelSet", "SimplexRidge", "cutting_plane",
+           "default_kernels", "solve_candidates",
+           # the multiple-instance baselines and the peers' MIL methods, all fit(X, y, bags)
+           "MICA", "MIKernelSVM", "MISVM", "MissSVM", "NSK", "SILSVM", "STK", "miSVM", "sMIL", "sbMIL", "stMIL"]
