@@ -298,7 +298,7 @@ def build_parts(method: str, loss: Any = None, regularizer: Any = None, solver: 
 @attrs.define(frozen=True)
 class SolveSettings:
     """Stopping and computation settings of the outer loop (see :class:`~multikernel.core.interfaces.MKLProblem`
-    for ``ray_search`` and ``one_pass``)."""
+    for ``ray_search``, ``one_pass`` and ``keep_cuts``)."""
 
     tol: float = 1e-3
     max_iter: int = 200
@@ -306,6 +306,7 @@ class SolveSettings:
     stopping: str = "gap"
     ray_search: str = "infinite"
     one_pass: bool = True
+    keep_cuts: bool = False
 
 
 @attrs.define
@@ -388,7 +389,7 @@ def _solve_block(stack: KernelStack, y: np.ndarray, warm_start: MKLResult | None
     problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
                          max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
                          warm_start=warm_start, callback=callback, ray_search=settings.ray_search,
-                         one_pass=settings.one_pass)
+                         one_pass=settings.one_pass, keep_cuts=settings.keep_cuts)
     return p.solver.solve(problem)
 
 
