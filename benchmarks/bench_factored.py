@@ -147,7 +147,7 @@ def fold(datasets: list[str], methods: str, tmp: str) -> None:
                     warnings.simplefilter("ignore")
                     c0 = time.process_time()
                     ((scores, info),) = cross_validate_methods(stacks[backend], ytr, folds[:1], [(m, points)], solver,
-                                                               warm_start=s.warm_start)
+                                                               warm_start=s.warm_start, warm_order=s.warm_order)
                     got[backend] = (time.process_time() - c0, scores, info["cv_gap_max"])
                 totals[backend] = totals.get(backend, 0.0) + got[backend][0]
             (td, sd, gd), (tf, sf, gf) = got["dense"], got["factored"]

@@ -5,11 +5,18 @@ bags), features standardised on the training fold's instances, one Gaussian kern
 the mean squared distance between distinct training instances, the library's ``rbf`` builder; misvm is given
 the fitted value).  ``C`` is per sample for both (misvm runs with ``scale_C=False``; its default divides ``C``
 by the number of SVM samples, and ``--scale-C`` compares at that: ours then runs at ``C`` over the same number,
-the same box on every dual variable).  Per data set and method: mean bag accuracy of each, seconds per fold, and the
-ratio of misvm's time to ours.  misvm needs cvxopt and, on numpy 2, a one-line fix (``float`` of a 1 x 1
-matrix in ``SVM._compute_separator``); when it cannot be imported the script runs ours alone.
+the same box on every dual variable).  ``--inner-cv C1 C2 ...`` chooses ``C`` on each training fold instead, for
+each library with its own fits: 3-fold bag-stratified cross-validation over the training bags, the best mean
+bag accuracy (ties: the smaller C), then a refit at that C; the times include the selection.  Per data set and
+method: mean bag accuracy of each, seconds per fold, and the ratio of misvm's time to ours.  misvm needs cvxopt
+and, on numpy 2, a one-line fix (``float`` of a 1 x 1 matrix in ``SVM._compute_separator``); when it cannot be
+imported the script runs ours alone.  ``--max-iter`` caps both alternations (misvm's ``max_iters``).
+``--instance-level P1 P2 ...`` also runs the library's instance-level IOKL MIL (MIL-CPB, no peer) at its defaults
+with these portions, on the same folds (about two minutes per fit on musk1).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --data ../shared/data/mil --datasets musk1 elephant
+    OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --inner-cv 0.1 1 10 100
+    OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --instance-level 0 0.5
 """
 
 from __future__ import annotations
@@ -21,13 +28,52 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
+from sklearn.model_selection import StratifiedKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _mil_data import DEFAULT_DATA, as_bags, mil_folds, misvm  # noqa: E402
+from _mil_data import DEFAULT_DATA, as_bags, bag_labels, mil_folds, misvm  # noqa: E402
 
 from multikernel import create  # noqa: E402
+from multikernel.iokl import IOKLMultipleInstanceClassifier  # noqa: E402
 from multikernel.iokl.baselines import MISVM, miSVM  # noqa: E402
+
+
+def fit_ours(cls: type, C: float, max_iter: int, X: np.ndarray, ids: np.ndarray, y: np.ndarray):
+    return cls(kernels=[create("kernel", "rbf")], C=C, max_iter=max_iter).fit(X, y, ids)
+
+
+def fit_peer(name: str, C: float, max_iter: int, gamma: float, scale_C: bool, X: np.ndarray, ids: np.ndarray,
+             y: np.ndarray):
+    peer = getattr(misvm, name)(kernel="rbf", gamma=gamma, C=C, max_iters=max_iter, scale_C=scale_C, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peer.fit(as_bags(X, ids), bag_labels(y, ids))
+    return peer
+
+
+def predict_ours(model, X: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    return np.where(model.predict(X, ids) > 0, 1, -1)
+
+
+def predict_peer(model, X: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.where(model.predict(as_bags(X, ids)) > 0, 1, -1)
+
+
+def choose_C(fit, predict, Cs: list[float], X: np.ndarray, ids: np.ndarray, y: np.ndarray, seed: int) -> float:
+    """The C of the best 3-fold bag accuracy on the training bags (ties: the smaller C)."""
+    uniq = np.unique(ids)
+    yb = bag_labels(y, ids)
+    scores = []
+    for C in Cs:
+        acc = []
+        for tr, te in StratifiedKFold(3, shuffle=True, random_state=seed).split(uniq, yb):
+            itr, ite = np.isin(ids, uniq[tr]), np.isin(ids, uniq[te])
+            model = fit(C, X[itr], ids[itr], y[itr])
+            acc.append(np.mean(predict(model, X[ite], ids[ite]) == yb[te]))
+        scores.append(np.mean(acc))
+    return Cs[int(np.argmax(scores))]
 
 
 def main() -> None:
@@ -36,6 +82,11 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="+", default=["musk1", "elephant"])
     parser.add_argument("--C", type=float, default=1.0, help="the per-sample C of both")
     parser.add_argument("--scale-C", action="store_true", help="misvm's default: C over its number of SVM samples")
+    parser.add_argument("--inner-cv", nargs="+", type=float, metavar="C",
+                        help="choose C from these values by 3-fold CV on each training fold, for each library")
+    parser.add_argument("--max-iter", type=int, default=50, help="the alternations' cap (misvm's max_iters)")
+    parser.add_argument("--instance-level", nargs="+", type=float, metavar="PORTION", default=[],
+                        help="also run instance-level IOKL MIL (MIL-CPB) at its defaults with these portions")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if misvm is None:
@@ -43,33 +94,49 @@ def main() -> None:
     print("| data set | method | ours % | misvm % | ours s/fold | misvm s/fold | misvm / ours time |")
     print("|---|---|---|---|---|---|---|")
     for name in args.datasets:
-        rows = {m: {"ours": [], "peer": [], "t_ours": 0.0, "t_peer": 0.0} for m in ("MI-SVM", "mi-SVM")}
+        rows = {m: {"ours": [], "peer": [], "t_ours": 0.0, "t_peer": 0.0, "C_ours": [], "C_peer": []}
+                for m in ("MI-SVM", "mi-SVM")}
+        cpb = {portion: [] for portion in args.instance_level}
         for Xtr, itr, ytr, Xte, ite, yte in mil_folds(Path(args.data) / f"{name}.csv", args.seed):
-            yb_tr = pd.Series(ytr).groupby(itr).first().to_numpy()
+            for portion in args.instance_level:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model = IOKLMultipleInstanceClassifier(level="instance", portion=portion).fit(Xtr, ytr, itr)
+                cpb[portion].append(np.mean(predict_ours(model, Xte, ite) == yte))
+            yb_tr = bag_labels(ytr, itr)
             n_pos_bags = int(np.sum(yb_tr > 0))
             n_neg_inst = int(np.sum(ytr < 0))
             samples = {"MI-SVM": n_pos_bags + n_neg_inst, "mi-SVM": len(Xtr)}  # misvm's SVM sizes
             for method, ours_cls, peer_name in (("MI-SVM", MISVM, "MISVM"), ("mi-SVM", miSVM, "miSVM")):
                 r = rows[method]
-                C = args.C / samples[method] if args.scale_C else args.C
-                ours = ours_cls(kernels=[create("kernel", "rbf")], C=C, max_iter=50)
+                scale = 1.0 / samples[method] if args.scale_C else 1.0
+
+                def ours_fit(C, X, ids, y, cls=ours_cls, scale=scale):
+                    return fit_ours(cls, C * scale, args.max_iter, X, ids, y)
+
                 t0 = time.perf_counter()
-                ours.fit(Xtr, ytr, itr)
-                pred = ours.predict(Xte, ite)
+                C = args.C if args.inner_cv is None else choose_C(ours_fit, predict_ours, args.inner_cv, Xtr, itr,
+                                                                  ytr, args.seed)
+                ours = ours_fit(C, Xtr, itr, ytr)
+                pred = predict_ours(ours, Xte, ite)
                 r["t_ours"] += time.perf_counter() - t0
                 r["ours"].append(np.mean(pred == yte))
+                r["C_ours"].append(C)
                 if misvm is None:
                     continue
                 gamma = ours.kernel_set_.builders[0].gamma_
-                peer = getattr(misvm, peer_name)(kernel="rbf", gamma=gamma, C=args.C, max_iters=50,
-                                                     scale_C=args.scale_C, verbose=False)
+
+                def peer_fit(C, X, ids, y, name=peer_name, gamma=gamma):
+                    return fit_peer(name, C, args.max_iter, gamma, args.scale_C, X, ids, y)
+
                 t0 = time.perf_counter()
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    peer.fit(as_bags(Xtr, itr), np.where(yb_tr > 0, 1.0, -1.0))
-                    scores = peer.predict(as_bags(Xte, ite))
+                C = args.C if args.inner_cv is None else choose_C(peer_fit, predict_peer, args.inner_cv, Xtr, itr,
+                                                                  ytr, args.seed)
+                peer = peer_fit(C, Xtr, itr, ytr)
+                pred = predict_peer(peer, Xte, ite)
                 r["t_peer"] += time.perf_counter() - t0
-                r["peer"].append(np.mean(np.where(scores > 0, 1, -1) == yte))
+                r["peer"].append(np.mean(pred == yte))
+                r["C_peer"].append(C)
         for method, r in rows.items():
             n = len(r["ours"])
             peer = f"{100 * np.mean(r['peer']):.1f}" if r["peer"] else "n/a"
@@ -77,6 +144,11 @@ def main() -> None:
             ratio = f"{r['t_peer'] / r['t_ours']:.2f}" if r["peer"] else "n/a"
             print(f"| {name} | {method} | {100 * np.mean(r['ours']):.1f} | {peer} | {r['t_ours'] / n:.2f} | {t_peer} | "
                   f"{ratio} |", flush=True)
+            if args.inner_cv is not None:
+                print(f"  C chosen per fold, ours {r['C_ours']}, misvm {r['C_peer']}", flush=True)
+        for portion, acc in cpb.items():
+            print(f"| {name} | MIL-CPB, portion {portion:g} | {100 * np.mean(acc):.1f} | n/a | | | |  per fold "
+                  f"{[round(100 * a) for a in acc]}", flush=True)
 
 
 if __name__ == "__main__":

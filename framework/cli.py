@@ -29,9 +29,11 @@ def _parser() -> argparse.ArgumentParser:
     sub.required = True
 
     run = sub.add_parser("run", help="fit and evaluate the models of a config (the embedded default without one)",
-                         description="Fit and evaluate what CONFIG says; without CONFIG, run the embedded default "
-                                     "(breast cancer data, average kernel vs a learned combination).")
-    run.add_argument("config", nargs="?", type=Path, help="a TOML configuration file (see docs/config.md)")
+                         description="Fit and evaluate what CONFIG says (any registered estimator of any task kind); "
+                                     "without CONFIG, run the embedded default (breast cancer data, soft margin "
+                                     "MKL against the average kernel and L1-MKL); --example NAME runs an embedded "
+                                     "example (`multikernel examples` lists them).")
+    _config_argument(run, "a TOML configuration file (see docs/config.md)")
     run.add_argument("--json", metavar="PATH", help="also write the report as JSON to PATH ('-' for stdout)")
     run.add_argument("--save", metavar="PATH", type=Path,
                      help="save the fitted model of the first repeat (.npz); with several models, one file "
@@ -42,8 +44,15 @@ def _parser() -> argparse.ArgumentParser:
     val = sub.add_parser("validate", help="check a run or experiment config without fitting anything",
                          description="Check a run or an experiment configuration (the embedded default without "
                                      "CONFIG) exactly as `run` and `experiment` check it before fitting: syntax, "
-                                     "keys, values, plugin names, kernel parameters, every grid point, the data.")
-    val.add_argument("config", nargs="?", type=Path, help="a run or experiment TOML file")
+                                     "keys, values, plugin names, kernel parameters, every grid point, the data, "
+                                     "and a fit of every model on a few samples.")
+    _config_argument(val, "a run or experiment TOML file")
+    val.add_argument("--strict", action="store_true",
+                     help="also refuse (exit 2) a config that leaves a result-deciding part (method parts and their "
+                          "parameters, C, tol, kernels, normalization, seeds, ...) to a default; lists each key path")
+
+    examples = sub.add_parser("examples", help="list the embedded examples that `run --example NAME` runs")
+    examples.add_argument("--json", action="store_true", help="print the list as JSON")
 
     plugins = sub.add_parser("plugins", help="list every registered plugin by kind (task estimators with their task "
                                              "kind), with its origin package")
@@ -51,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
 
     cfg = sub.add_parser("show-config", help="print a config (the default without CONFIG) as complete TOML, with "
                                              "relative paths resolved")
-    cfg.add_argument("config", nargs="?", type=Path)
+    _config_argument(cfg, "a run or experiment TOML file")
 
     exp = sub.add_parser("experiment", help="run or continue an experiment: data sets x methods x splits, "
                                             "with tables, JSON and figures",
@@ -68,6 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _config_argument(parser: argparse.ArgumentParser, help: str) -> None:
+    """CONFIG, or ``--example NAME`` (an embedded example) in its place."""
+    parser.add_argument("config", nargs="?", type=Path, help=help)
+    parser.add_argument("--example", metavar="NAME",
+                        help="an embedded example instead of CONFIG (`multikernel examples` lists them)")
+
+
 def _n_jobs(text: str) -> int:
     from multikernel.config.schema import valid_n_jobs
 
@@ -82,12 +98,19 @@ def _n_jobs(text: str) -> int:
     return value
 
 
-def _load(path: Path | None, experiment_ok: bool = False) -> Any:
-    """The configuration in ``path`` (the embedded default run without one); relative paths in it are
-    resolved against its folder.  An experiment configuration is accepted with ``experiment_ok``."""
+def _load(args: argparse.Namespace, experiment_ok: bool = False) -> Any:
+    """The configuration of ``args.config`` (``args.example``, an embedded example; the embedded default run
+    without either); relative paths in it are resolved against its folder.  An experiment configuration is
+    accepted with ``experiment_ok``."""
+    from multikernel.config.examples import load_example
     from multikernel.config.schema import config_from_dict, default_config, read_toml
     from multikernel.experiments.config import experiment_config_from_dict, is_experiment_config
 
+    path = args.config
+    if args.example is not None:
+        if path is not None:
+            raise ConfigError(f"give CONFIG ({path}) or --example {args.example}, not both")
+        return load_example(args.example)
     if path is None:
         return default_config()
     data = read_toml(path)
@@ -109,27 +132,50 @@ def _experiment_plan(path: Path, config: Any, out: Path | None) -> str:
             f"in {len(splits)} splits; output {out.resolve() if out else config.experiment.output}")
 
 
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns as wide as their widest cell, the first left-aligned and the others right-aligned under their
+    headers."""
+    widths = [max(len(r[j]) for r in [header, *rows]) for j in range(len(header))]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if j == 0 else c.rjust(w) for j, (c, w) in enumerate(zip(cells, widths,
+                                                                                             strict=True)))
+    return [line(header), "-" * len(line(header)), *(line(r) for r in rows)]
+
+
 def _format_report(report: dict[str, Any]) -> str:
+    import numpy as np
+
     from multikernel.experiments.report import format_mean
 
-    d = report["data"]
-    lines = [f"data: {d['source']}  ({d['n_samples']} samples, {d['n_features']} features, "
-             f"{d['n_classes']} classes, {d['n_kernels']} base kernels)", ""]
-    header = f"{'model':<18} {'accuracy':>17} {'kernels':>8} {'fit time':>9} {'iters':>6} {'gap':>9}"
-    lines += [header, "-" * len(header)]
+    d, task = report["data"], report["task"]
+    shape = [f"{d['n_samples']} samples", f"{d['n_features']} features"]
+    shape += [f"{d[k]} {k.removeprefix('n_')}" for k in ("n_classes", "n_labels") if d.get(k) is not None]
+    shape += [f"{d['n_kernels']} base kernels"] if d.get("n_kernels") is not None else []
+    lines = [f"data: {d['source']}  ({', '.join(shape)})", f"task: {task['kind']}: {task['description']}", ""]
+    measures = task["measures"]
+    mkl = any("n_selected_mean" in m for m in report["models"])
+    header = ["model", *measures, *(["kernels"] if mkl else []), "fit time", *(["iters", "gap"] if mkl else [])]
+    rows = []
     for m in report["models"]:
-        rep = m["repeats"][0]
-        iters = rep["n_iter"] if isinstance(rep["n_iter"], int) else max(rep["n_iter"])
-        gap = rep["dual_gap"] if isinstance(rep["dual_gap"], float) else max(rep["dual_gap"])
-        # A standard deviation needs several repeats: a single one shows the accuracy alone.
-        spread = f" ± {m['accuracy_std']:.4f}" if len(m["repeats"]) > 1 else " " * 9
-        lines.append(f"{m['label']:<18} {m['accuracy_mean']:>8.4f}{spread} "
-                     f"{format_mean(m['n_selected_mean'], len(m['repeats'])):>8} {m['fit_time_mean']:>8.2f}s "
-                     f"{iters:>6} {gap:>9.2e}")
+        reps = m["repeats"]
+        # A standard deviation needs several evaluations: a single one shows the measure alone.
+        cells = [m["label"], *(f"{m[f'{k}_mean']:.4f}" + (f" ± {m[f'{k}_std']:.4f}" if len(reps) > 1 else "")
+                               for k in measures)]
+        if mkl:
+            cells.append(format_mean(m["n_selected_mean"], len(reps)) if "n_selected_mean" in m else "-")
+        cells.append(f"{m['fit_time_mean']:.2f}s")
+        if mkl:
+            iters = [v for r in reps for v in np.ravel(r.get("n_iter", []))]
+            gaps = [v for r in reps for v in np.ravel(r.get("dual_gap", []))]
+            cells += [str(int(max(iters))) if iters else "-", f"{max(gaps):.2e}" if gaps else "-"]
+        rows.append(cells)
+    lines += _table(header, rows)
     lines.append("")
     for m in report["models"]:
-        tops = ", ".join(f"{t['kernel']}: {t['weight']:.3f}" for t in m["top_kernels"])
-        lines.append(f"top kernels of {m['label']}: {tops}")
+        if m.get("top_kernels"):
+            tops = ", ".join(f"{t['kernel']}: {t['weight']:.3f}" for t in m["top_kernels"])
+            lines.append(f"top kernels of {m['label']}: {tops}")
     lines.append(f"\ntotal time {report['total_time']:.2f}s")
     return "\n".join(lines)
 
@@ -138,7 +184,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from multikernel.config.checks import prepare_output
     from multikernel.config.runner import run_config
 
-    config = _load(args.config)
+    config = _load(args)
     # Paths on the command line are relative to the working directory; their folders are created now, so
     # that a missing one does not fail the run after everything is fitted.
     prepare_output(args.json, "--json")
@@ -156,24 +202,63 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.save:
         many = len(estimators) > 1
         for model, est in zip(report["models"], estimators, strict=True):
-            target = args.save.with_name(f"{args.save.stem}-{model['label']}.npz") if many else args.save
-            est.save(target)
+            target = args.save.with_name(f"{args.save.stem}-{model['label']}{args.save.suffix or '.npz'}") \
+                if many else args.save
+            target = _save(est, target)
             if not args.quiet:
                 print(f"saved {model['label']} to {target}")
     return EXIT_OK
+
+
+def _save(estimator: Any, target: Path) -> Path:
+    """Save a fitted model: the library's safe format (``.npz``, no code run on loading) where it can hold the
+    model, else joblib (``.joblib``: scikit-learn's estimators, or a library model wrapping one); returns the file
+    written."""
+    if hasattr(estimator, "save"):
+        try:
+            estimator.save(target)
+            return target
+        except ValueError:  # what the safe format cannot hold (an estimator of another library inside)
+            pass
+    import joblib
+
+    target = target.with_suffix(".joblib")
+    joblib.dump(estimator, target)
+    return target
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from multikernel.config.runner import check_config
     from multikernel.experiments.config import ExperimentConfig
 
-    config = _load(args.config, experiment_ok=True)
-    name = args.config or "the embedded default"
+    config = _load(args, experiment_ok=True)
+    name = args.config or (f"example {args.example!r}" if args.example else "the embedded default")
     if isinstance(config, ExperimentConfig):
         print(_experiment_plan(name, config, None))
+    else:
+        plan = check_config(config)
+        shape = " x ".join(str(n) for n in plan.data.X.shape)
+        print(f"{name}: valid ({len(config.models)} model(s); {plan.task.kind} task; data {shape})")
+    if args.strict:
+        from multikernel.experiments.strict import check_strict, strict_source
+
+        check_strict(strict_source(args.config, args.example))
+        print(f"{name}: strict: every result-deciding part is pinned")
+    return EXIT_OK
+
+
+def _cmd_examples(args: argparse.Namespace) -> int:
+    from multikernel.config.examples import examples
+
+    listed = examples()
+    if args.json:
+        print(json.dumps([{"name": e.name, "task": e.task, "summary": e.summary} for e in listed], indent=2))
         return EXIT_OK
-    X, _, _ = check_config(config)
-    print(f"{name}: valid ({len(config.models)} model(s); data {X.shape[0]} x {X.shape[1]})")
+    width = max(len(e.name) for e in listed)
+    for e in listed:
+        print(f"  {e.name:<{width}}  [{e.task}] {e.summary}")
+    print("\nrun one with `multikernel run --example NAME`; print its configuration with "
+          "`multikernel show-config --example NAME`")
     return EXIT_OK
 
 
@@ -202,7 +287,7 @@ def _cmd_show_config(args: argparse.Namespace) -> int:
     from multikernel.config.schema import RunConfig, config_to_toml
     from multikernel.experiments.config import experiment_config_to_dict
 
-    config = _load(args.config, experiment_ok=True)
+    config = _load(args, experiment_ok=True)
     print(config_to_toml(config) if isinstance(config, RunConfig) else
           tomli_w.dumps(experiment_config_to_dict(config)), end="")
     return EXIT_OK
@@ -229,8 +314,8 @@ def _cmd_experiment(args: argparse.Namespace) -> int:
     return EXIT_FAILURE if summary["errors"] else EXIT_OK
 
 
-COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "plugins": _cmd_plugins, "show-config": _cmd_show_config,
-            "experiment": _cmd_experiment}
+COMMANDS = {"run": _cmd_run, "validate": _cmd_validate, "examples": _cmd_examples, "plugins": _cmd_plugins,
+            "show-config": _cmd_show_config, "experiment": _cmd_experiment}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -71,9 +71,20 @@ class MultiLabelRanking(TaskKind):
         return max(task.missing)
 
     def probe(self, data: Any, size: int = 40) -> tuple[Any, Any, Any]:
-        rows = np.sort(np.random.default_rng(0).permutation(data.n_samples)[:size])
-        train = np.arange(len(rows) * 3 // 4)
-        return data.subset(rows), train, np.setdiff1d(np.arange(len(rows)), train)
+        """``size`` random samples, three quarters trained, and in training for every label an irrelevant sample
+        and the three relevant ones with the fewest relevant labels: learners with one binary problem per label
+        (ML-MKL, one-vs-rest) refuse a label constant in training, which a few random samples of a rare label
+        would be, and the missing-label protocol keeps a sample's only relevant label."""
+        rows = np.random.default_rng(0).permutation(data.n_samples)[:size]
+        train, test = rows[:len(rows) * 3 // 4], rows[len(rows) * 3 // 4:]
+        Y = np.nan_to_num(np.asarray(data.y, dtype=np.float64))
+        extra: list[np.ndarray] = []
+        for label in range(Y.shape[1]):
+            relevant = np.setdiff1d(np.flatnonzero(Y[:, label] == 1), test)
+            irrelevant = np.setdiff1d(np.flatnonzero(Y[:, label] == 0), test)
+            extra += [relevant[np.argsort(Y[relevant].sum(axis=1), kind="stable")][:3], irrelevant[:1]]
+        train = np.unique(np.concatenate([train, *extra]))
+        return data.subset(np.r_[train, test]), np.arange(len(train)), np.arange(len(train), len(train) + len(test))
 
     def evaluate(self, estimator: Any, data: Any, train: Any, test: Any, *, setting: Any = None,
                  neighbors: int = 3, seed: int = 0) -> dict[str, float]:

@@ -38,6 +38,8 @@ from multikernel.estimators.one_class import MKLOneClass
 from multikernel.estimators.regressor import MKLRegressor
 from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
 from multikernel.iokl.baselines import MISVM, SILSVM, MIKernelSVM, miSVM
+from multikernel.iokl.set_kernels import NSK, STK
+from multikernel.iokl.sparse_mil import sbMIL, sMIL, stMIL
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.plugins.kernels import RBFKernel
 
@@ -56,6 +58,8 @@ __all__ = ["LabeledPart", "ESTIMATORS"]
 
 _BUCAK = "Bucak, Learning from multiple kernels and ambiguous labels (PhD thesis, Michigan State University, 2013)"
 _XU_IOKL = "Xu, Tsang and Xu, Input-output kernel learning, ICDM 2012; Xu's thesis, chapter 4"
+_BUNESCU = "Bunescu and Mooney, Multiple instance learning for sparse positive bags, ICML 2007"
+_GAERTNER = "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"
 _ANDREWS = ("Andrews, Tsochantaridis and Hofmann, Support vector machines for multiple-instance learning, "
             "NIPS 2002")
 
@@ -161,8 +165,9 @@ ki_svm = _signed(_ki_svm, IOKLMultipleInstanceClassifier)
 
 
 def _entry(name: str, task: str, factory: Callable[..., Any], summary: str, citation: str = "",
-           **params: Any) -> TaskEstimator:
-    return TaskEstimator(name=name, task=task, factory=factory, params=params, summary=summary, citation=citation)
+           also: tuple[str, ...] = (), **params: Any) -> TaskEstimator:
+    return TaskEstimator(name=name, task=task, factory=factory, params=params, summary=summary, citation=citation,
+                         also=also)
 
 
 ESTIMATORS: tuple[TaskEstimator, ...] = (
@@ -183,6 +188,14 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            "probabilities (PLATT).", _BUCAK + ", section 7", platt=True),
     _entry("mlknn", "multilabel_ranking", MLkNN, "ML-kNN: multi-label k nearest neighbours.",
            "Zhang and Zhou, ML-KNN: A lazy learning approach to multi-label learning, Pattern Recognition 2007"),
+    _entry("ml_mkl_sum", "multilabel_ranking", MKLClassifier, "ML-MKL-Sum: one SVM per label, one kernel weight "
+           "vector shared by all labels, their objectives summed (MKLClassifier, multiclass='shared'; level "
+           "method); labels ranked by decision values.", _BUCAK + ", ch. 3 (eq. 3.1-3.2)", method="l1mkl",
+           multiclass="shared"),
+    _entry("ml_mkl_sa", "multilabel_ranking", MKLClassifier, "ML-MKL-SA: the ML-MKL-Sum problem by stochastic "
+           "approximation (a sample of labels per step; certified gap).",
+           _BUCAK + ", ch. 3; Bucak, Jin and Jain, Multi-label multiple kernel learning by stochastic approximation, "
+           "NIPS 2010", method="ml_mkl_sa", multiclass="shared"),
     # semi-supervised learning
     _entry("iokl_ssl", "ssl", IOKLSemiSupervisedClassifier, "IOKL semi-supervised (IOKL-HM; theta for IOKL-SM): "
            "transductive SVM through input-output kernels.", _XU_IOKL),
@@ -204,6 +217,15 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
            _ANDREWS),
     _entry("mi_kernel", "mil", MIKernelSVM, "MI-kernel: SVC on the set kernel of the bags.",
            "Gaertner, Flach, Kowalczyk and Smola, Multi-instance kernels, ICML 2002"),
+    _entry("smil", "mil", sMIL, "sMIL: sparse MIL, each positive bag's mean with the margin (2 - |B|)/|B|.",
+           _BUNESCU),
+    _entry("stmil", "mil", stMIL, "stMIL: sMIL with the positive bags' instances as transductive unlabelled "
+           "points (concave-convex procedure).", _BUNESCU),
+    _entry("sbmil", "mil", sbMIL, "sbMIL: sMIL, then the top eta fraction of positive-bag instances positive and "
+           "one SVM on every instance.", _BUNESCU),
+    _entry("nsk", "mil", NSK, "NSK: SVC on the normalized set kernel of the bags.", _GAERTNER),
+    _entry("stk", "mil", STK, "STK: SVC on a polynomial kernel of each bag's feature minima and maxima.",
+           _GAERTNER),
     # clustering
     _entry("iokl_clustering", "clustering", IOKLClustering, "Maximum-margin clustering by IOKL (two clusters, "
            "balance constraint).", _XU_IOKL),
@@ -212,7 +234,8 @@ ESTIMATORS: tuple[TaskEstimator, ...] = (
     _entry("spectral", "clustering", SpectralClustering, "scikit-learn's SpectralClustering (k-NN affinity).", "",
            n_clusters=2, affinity="nearest_neighbors", random_state=0),
     # classification of feature vectors with several kernels (the MKL methods by their method name, hMKL)
-    _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method).", ""),
+    _entry("mkl", "classification", MKLClassifier, "MKLClassifier: any MKL method preset (parameter method); also "
+           "multi-label ranking (per-label weights, or multiclass='shared').", "", also=("multilabel_ranking",)),
     _entry("mkl_cv", "classification", MKLClassifierCV, "MKLClassifierCV: an MKL method preset with C chosen by "
            "cross-validation along a warm-started path (parameters Cs, cv).", ""),
     _entry("hmkl", "classification", HMKLClassifier, "Heterogeneous MKL: a trace-norm learnt kernel over the "

@@ -144,7 +144,7 @@ def test_non_integer_labels_are_refused_by_validate_and_run(tmp_path, capsys):
 
 def test_validate_without_config_checks_the_embedded_default(capsys):
     assert main(["validate"]) == 0
-    assert "the embedded default: valid (3 model(s); data 569 x 30)" in capsys.readouterr().out
+    assert "the embedded default: valid (3 model(s); classification task; data 569 x 30)" in capsys.readouterr().out
 
 
 def test_run_refuses_an_experiment_config(tmp_path, capsys):

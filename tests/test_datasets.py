@@ -133,7 +133,7 @@ def test_bad_csv_in_run_names_the_line(tmp_path, capsys):
     cfg = tmp_path / "c.toml"
     cfg.write_text(f"[data]\nsource = '{data}'\n")
     assert main(["validate", str(cfg)]) == 2
-    assert "d.csv:3: 2 fields where the first row has 3" in capsys.readouterr().err
+    assert "d.csv:3: 2 fields where the header has 3" in capsys.readouterr().err
 
 
 def test_experiment_with_string_labels(tmp_path):

@@ -275,7 +275,7 @@ def test_config_errors_name_the_key_path(tmp_path, change, fragment):
     ({"methods": [{"method": "l1mkl", "grid": {"regularizer__nu": [0.5]}}]},
      "methods[0].grid.regularizer__nu: 'nu' is not a parameter of regularizer 'simplex'"),
     ({"datasets": [{"name": "ring", "source": "ringnorm", "params": {"n_sample": 5}}]},
-     "datasets[0].params: bad parameters for generator 'ringnorm'"),
+     "datasets[0].params.n_sample: 'n_sample' is not a parameter of the generator 'ringnorm'"),
     ({"kernels": {"family": "nope"}}, "kernels.family: unknown family 'nope'"),
 ])
 def test_semantic_errors_name_the_key_path(tmp_path, change, fragment):

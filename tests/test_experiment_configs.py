@@ -1,7 +1,8 @@
-"""Every configuration committed under docs/experiments/ validates from a fresh clone.
+"""Every configuration committed under docs/experiments/ validates from a fresh clone, strictly.
 
 An experiment configuration goes through the same checks as ``multikernel validate`` (its data, every kernel
-builder, every model at every grid point); the configurations of the metric-learning script
+builder, every model at every grid point) and pins every result-deciding part (``validate --strict``: a change of
+a default must not change a committed result); the configurations of the metric-learning script
 (``itml_mfeat.py``, which has its own format) through that script's plan and data path.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from multikernel.experiments.runner import check_experiment, load_experiment_config
+from multikernel.experiments.strict import strict_source, unpinned
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -33,6 +35,11 @@ def test_the_configurations_are_found() -> None:
 def test_experiment_configuration_validates(path: Path) -> None:
     config = load_experiment_config(path)
     check_experiment(config)  # raises ConfigError naming the key path on any problem
+
+
+@pytest.mark.parametrize("path", [p for p in CONFIGS if p.name not in SCRIPT_CONFIGS], ids=lambda p: p.stem)
+def test_experiment_configuration_pins_every_result_deciding_part(path: Path) -> None:
+    assert [str(u) for u in unpinned(strict_source(path))] == []
 
 
 @pytest.mark.parametrize("name", sorted(SCRIPT_CONFIGS))

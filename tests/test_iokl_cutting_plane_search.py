@@ -103,3 +103,30 @@ def test_bad_n_starts_and_random_state_are_errors():
         cutting_plane(DenseStack(Ks), cset, C, cset.from_scores(np.zeros(4)), n_starts=-1)
     with pytest.raises(ValueError, match="random_state"):
         cutting_plane(DenseStack(Ks), cset, C, cset.from_scores(np.zeros(4)), random_state="seed")
+
+
+@pytest.mark.filterwarnings("ignore:IOKL cutting plane stopped at max_iter")
+@pytest.mark.parametrize("n_starts", [0, 3])
+def test_the_estimators_n_starts_is_the_searchs(monkeypatch, n_starts):
+    """Every IOKL estimator hands ``n_starts`` to the cutting plane; 0 is the search from the current solution."""
+    import multikernel.iokl.estimators as estimators
+    from multikernel.iokl import IOKLClustering, IOKLMultipleInstanceClassifier, IOKLSemiSupervisedClassifier
+
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs["n_starts"])
+        return cutting_plane(*args, **kwargs)
+
+    monkeypatch.setattr(estimators, "cutting_plane", recording)
+    rng = np.random.default_rng(0)
+    X = np.r_[rng.normal(size=(8, 2)) - 2.0, rng.normal(size=(8, 2)) + 2.0]
+    y = np.full(16, -1)
+    y[[0, 1, 8, 9]] = [0, 0, 1, 1]
+    IOKLSemiSupervisedClassifier(n_starts=n_starts, max_iter=3).fit(X, y)
+    IOKLMultipleInstanceClassifier(n_starts=n_starts, max_iter=3).fit(X, np.repeat([1, -1, 1, -1], 4),
+                                                                     np.repeat(np.arange(4), 4))
+    IOKLClustering(n_starts=n_starts, max_iter=3).fit(X)
+    assert seen == [n_starts] * 3
+    with pytest.raises(ValueError, match="n_starts"):
+        IOKLSemiSupervisedClassifier(n_starts=-1).fit(X, y)

@@ -58,13 +58,34 @@ def test_a_huge_theta_is_the_hard_margin(C_unlabeled):
 def test_instance_level_collapse_to_one_class_warns_and_names_the_cause():
     X, y, bags = drawn_bags(n_bags=12, seed=0)
     X = StandardScaler().fit_transform(X)
-    with pytest.warns(UserWarning, match="predicts every training bag as .*level='bag'"):
-        clf = IOKLMultipleInstanceClassifier(level="instance", max_iter=5).fit(X, y, bags)
+    with pytest.warns(UserWarning, match="predicts every training bag as .*round_keys=True.*level='bag'"):
+        clf = IOKLMultipleInstanceClassifier(level="instance", round_keys=False, max_iter=5).fit(X, y, bags)
     assert len(np.unique(clf.predict(X, bags))) == 1
-    with warnings.catch_warnings():  # the bag level separates the same bags: no warning
+    with warnings.catch_warnings():  # rounded (the default), and the bag level, separate the same bags: no warning
         warnings.simplefilter("error", UserWarning)
+        rounded = IOKLMultipleInstanceClassifier(level="instance", max_iter=5).fit(X, y, bags)
         bag = IOKLMultipleInstanceClassifier(max_iter=5).fit(X, y, bags)
+    assert len(np.unique(rounded.predict(X, bags))) == 2
     assert len(np.unique(bag.predict(X, bags))) == 2
+
+
+def test_instance_level_rounding_keeps_the_relaxed_ranking_within_the_portion():
+    """The rounded labels: in each positive bag the instances where the relaxed classifier is positive, at least
+    max(1, ceil(portion |B|)) of them and those it scores highest; the final classifier solves that labelling."""
+    X, y, bags = drawn_bags(n_bags=12, seed=0)
+    X = StandardScaler().fit_transform(X)
+    clf = IOKLMultipleInstanceClassifier(level="instance", portion=0.5, max_iter=5).fit(X, y, bags)
+    relaxed = IOKLMultipleInstanceClassifier(level="instance", portion=0.5, round_keys=False, max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        relaxed.fit(X, y, bags)
+    f = relaxed.decision_function_instances(X)
+    sign = clf.rounded_.sign.reshape(-1, len(X))[0]
+    assert np.all(sign[y < 0] == -1)
+    for b in np.unique(bags[y > 0]):
+        idx = np.flatnonzero(bags == b)
+        k = int(np.clip(np.count_nonzero(f[idx] > 0), max(1, int(np.ceil(0.5 * len(idx)))), len(idx)))
+        assert set(idx[sign[idx] > 0]) == set(idx[np.argsort(-f[idx], kind="stable")[:k]])
 
 
 @pytest.mark.parametrize(("cls", "what"), [(MISVM, "witnesses"), (miSVM, "instance labels")])

@@ -95,6 +95,29 @@ def test_a_third_party_task_kind_runs_an_experiment(regression_plugin, tmp_path,
     assert summary["tasks"]["measures"] == ["r2", "mae"]
 
 
+def test_a_third_party_task_kind_runs_through_run(regression_plugin, tmp_path, capsys):
+    """`multikernel run` uses the kind's data checks, splits, evaluation and measures too: the kind is the
+    estimator's, the grid is chosen by its first measure, and the table shows its measures."""
+    _files(tmp_path)
+    config = tmp_path / "run.toml"
+    config.write_text("[data]\nsource = 'linear.csv'\n[evaluation]\ncv_folds = 3\nfolds = 3\n"
+                      "[[models]]\nestimator = 'toy_ridge'\ngrid = { alpha = [0.01, 100.0] }\n")
+    assert main(["validate", str(config)]) == 0
+    assert "toy_regression task" in capsys.readouterr().out
+    out = tmp_path / "r.json"
+    assert main(["run", str(config), "--json", str(out)]) == 0
+    assert "r2" in capsys.readouterr().out
+    import json
+
+    (model,) = json.loads(out.read_text())["models"]
+    assert len(model["repeats"]) == 3 and model["r2_mean"] > 0.9
+    assert all(r["best_params"] == {"alpha": 0.01} for r in model["repeats"])
+    config.write_text("[data]\nsource = 'linear.csv'\n[task]\nkind = 'toy_regression'\nlabeled = 5\n"
+                      "[[models]]\nestimator = 'toy_ridge'\n")
+    assert main(["run", str(config)]) == 2
+    assert "task.labeled: a setting of ssl tasks; this run's task is toy_regression" in capsys.readouterr().err
+
+
 def test_the_kind_checks_its_data(regression_plugin, tmp_path):
     config = _files(tmp_path)
     text = config.read_text()

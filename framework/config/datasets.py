@@ -124,8 +124,10 @@ def read_csv(path: str | Path) -> tuple[np.ndarray, np.ndarray, list[str]]:
         raise ValueError(f"{path}: no data rows below the header {','.join(names)!r}")
     label_cols = [j for j, h in enumerate(names) if header and h.startswith("label:")]
     if len(label_cols) > 1:
-        raise ValueError(f"{path}: {len(label_cols)} label:* columns (multi-label data); `multikernel run` fits "
-                         f"single-label classifiers: keep one label column")
+        raise ValueError(f"{path}: {len(label_cols)} label:* columns (multi-label data); an MKL benchmark fits "
+                         f"single-label classifiers: keep one label column, or compare multi-label learners "
+                         f"(multi-label MKL: ml_mkl_sum, ml_mkl_sa, mkl) in a task experiment ([task] kind = "
+                         f"'multilabel_ranking')")
     if width < 2:
         raise ValueError(f"{path}: one column only; a feature column and a label column are needed")
     label = label_cols[0] if label_cols else width - 1

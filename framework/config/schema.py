@@ -26,6 +26,7 @@ import attrs
 import tomli_w
 
 from multikernel.config.datasets import BUILTIN_LOADERS
+from multikernel.config.task_data import TASK_GENERATORS
 from multikernel.core.validation import positive, positive_integer
 from multikernel.errors import ConfigError
 from multikernel.solve.fit import SolveSettings as SolverConfig  # [solver]: the fit core's settings, one class
@@ -46,6 +47,7 @@ __all__ = [
     "ModelConfig",
     "SolverConfig",
     "EvaluationConfig",
+    "TaskConfig",
     "load_config",
     "config_from_dict",
     "config_to_dict",
@@ -91,6 +93,19 @@ def valid_folds(instance: Any, attribute: attrs.Attribute, value: int) -> None:
                          f"got {value!r}")
 
 
+def valid_eval_folds(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    """0 (one held-out split per repeat) or at least 2 evaluation folds."""
+    if value == 1 or value < 0:
+        raise ValueError(f"must be 0 (one held-out split per repeat, test_fraction) or at least 2 folds; "
+                         f"got {value!r}")
+
+
+def missing_fraction(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    """A fraction in [0, 1)."""
+    if not 0.0 <= value < 1.0:
+        raise ValueError(f"must lie in [0, 1); got {value!r}")
+
+
 def valid_n_jobs(instance: Any, attribute: attrs.Attribute, value: int | None) -> None:
     """``None``, a positive number of jobs, or a negative one counted from the cores as joblib does."""
     if value == 0:
@@ -102,14 +117,46 @@ def valid_n_jobs(instance: Any, attribute: attrs.Attribute, value: int | None) -
 class DataConfig:
     """Where the samples come from.
 
-    ``source`` is a built-in data set name (``breast_cancer``, ``wine``, ``iris``, ``digits``) or a path
-    to a CSV file (header row; the label in the last column, or in columns named ``label:*``) or to a
-    LIBSVM/SVMlight file. ``format`` forces the file format; ``auto`` decides by the file extension
-    (``.csv`` is CSV, anything else LIBSVM).
+    ``source`` is a built-in data set name (``breast_cancer``, ``wine``, ``iris``, ``digits``), a generator
+    (its arguments in ``params``), or a path to a CSV file (the label in the last column or the column
+    ``label``; a 0/1 label matrix in columns named ``label:<name>``; the bag of each instance in a column
+    ``bag``) or to a LIBSVM/SVMlight file. ``format`` forces the file format; ``auto`` decides by the file
+    extension (``.csv`` is CSV, anything else LIBSVM).  ``classes`` keeps the samples of these classes,
+    ``positive`` turns the labels into 1 (these classes) and 0; ``features`` and ``privileged`` select CSV
+    columns by name prefix for the features and for a second (privileged) view
+    (:func:`multikernel.config.task_data.load_task_data` reads them, as for experiments).
     """
 
     source: str = "breast_cancer"
     format: Literal["auto", "csv", "libsvm"] = "auto"
+    params: Union[dict[str, Any], None] = None  # noqa: UP007 (inspected at run time)
+    classes: Union[list[Any], None] = None  # noqa: UP007
+    positive: Union[list[Any], None] = None  # noqa: UP007
+    features: Union[list[str], None] = None  # noqa: UP007
+    privileged: Union[list[str], None] = None  # noqa: UP007
+
+
+@attrs.define
+class TaskConfig:
+    """The ``[task]`` table of a run: the task kind and its settings.
+
+    ``kind`` is a registered task kind (:data:`multikernel.core.tasks.TASK_KINDS`); without it, the kind of
+    the ``[[models]]`` estimators, or ``"classification"``.  ``missing`` (``multilabel_ranking``: the fraction
+    of each training sample's relevant labels removed), ``labeled`` (``ssl``: the number of labelled
+    samples drawn per repeat) and ``neighbors`` (``metric``: the k of the k-NN accuracy) apply to the kinds
+    that use them; ``select_by`` is the measure that chooses grid points (the kind's first by default).
+    """
+
+    kind: Union[str, None] = None  # noqa: UP007
+    missing: Union[float, None] = attrs.field(default=None,  # noqa: UP007
+                                              validator=attrs.validators.optional(missing_fraction))
+    labeled: Union[int, None] = attrs.field(default=None,  # noqa: UP007
+                                            validator=attrs.validators.optional(positive_integer))
+    neighbors: Union[int, None] = attrs.field(default=None,  # noqa: UP007
+                                              validator=attrs.validators.optional(positive_integer))
+    select_by: Union[str, None] = None  # noqa: UP007
+
+
 
 
 @attrs.define
@@ -173,23 +220,38 @@ class MethodParts:
 
 @attrs.define(kw_only=True)
 class ModelConfig(MethodParts):
-    """One model to fit: a method, its C, and optional overrides of its parts.
+    """One model to fit: an MKL method with its C, ``multiclass`` and optional overrides of its parts, or a
+    registered task estimator (``estimator``) with its ``params``.
 
-    ``label`` names the model in reports (defaults to the method name).
+    ``label`` names the model in reports (defaults to the method or estimator name).  ``grid`` maps
+    parameters to lists of values searched by cross-validation for this model only (MKL methods: the keys of
+    ``evaluation.grid``; estimators: any parameter of the estimator).
     """
 
     method: str = "l1mkl"
     C: float = attrs.field(default=1.0, validator=positive)
+    multiclass: Union[Literal["ovr", "shared"], None] = None  # noqa: UP007
+    estimator: Union[str, None] = None  # noqa: UP007
+    params: Union[dict[str, Any], None] = None  # noqa: UP007
+    grid: Union[dict[str, list[Any]], None] = None  # noqa: UP007
+
+    @property
+    def display_name(self) -> str:
+        """``label``, or the estimator's or the method's name."""
+        return self.label or self.estimator or self.method
 
 
 @attrs.define
 class EvaluationConfig:
-    """How models are evaluated: repeated stratified splits, and optional grid search by CV.
+    """How models are evaluated: repeated splits (or ``folds``-fold cross-validation), and optional grid
+    search by CV.
 
-    ``grid`` maps ``C`` and ``loss__<name>``, ``regularizer__<name>``, ``solver__<name>`` (a parameter of that
-    part of each model's method) to lists of values, numbers or expressions in ``M`` (``"1/M"``); it is
-    searched by ``cv_folds``-fold cross-validation on the training part.  With ``cv_folds = 0`` every key
-    has one value, which is simply applied.
+    Each repeat holds out ``test_fraction`` of the samples (split as the task kind splits: stratified by
+    class, whole bags, ...), or with ``folds >= 2`` evaluates on each of ``folds`` folds.  ``grid`` maps ``C``
+    and ``loss__<name>``, ``regularizer__<name>``, ``solver__<name>`` (a parameter of that part of each model's
+    method; for a task estimator, its parameter) to lists of values, numbers or expressions in ``M``
+    (``"1/M"``); it is searched by ``cv_folds``-fold cross-validation on the training part, by the task's
+    selection measure.  With ``cv_folds = 0`` every key has one value, which is simply applied.
     """
 
     test_fraction: float = attrs.field(default=0.3, validator=fraction)
@@ -198,13 +260,15 @@ class EvaluationConfig:
     cv_folds: int = attrs.field(default=0, validator=valid_folds)
     grid: dict[str, list[Any]] = attrs.Factory(dict)
     n_jobs: Union[int, None] = attrs.field(default=None, validator=valid_n_jobs)  # noqa: UP007
+    folds: int = attrs.field(default=0, validator=valid_eval_folds)
 
 
 @attrs.define
 class RunConfig:
-    """A complete run: data, preprocessing, kernels, models, solver settings and evaluation."""
+    """A complete run: data, task, preprocessing, kernels, models, solver settings and evaluation."""
 
     data: DataConfig = attrs.Factory(DataConfig)
+    task: Union[TaskConfig, None] = None  # noqa: UP007
     preprocessing: PreprocessingConfig = attrs.Factory(PreprocessingConfig)
     kernels: KernelsConfig = attrs.Factory(KernelsConfig)
     models: list[ModelConfig] = attrs.Factory(lambda: [ModelConfig()])
@@ -342,9 +406,46 @@ def config_from_dict(data: dict[str, Any], base_dir: str | Path | None = None) -
     check_entries([m.display_name for m in config.models], "models", "label", "model label")
     check_kernels_choice(config.kernels)
     check_grid(config.evaluation.grid, "evaluation.grid", config.evaluation.cv_folds, "evaluation.cv_folds")
-    if config.data.source not in BUILTIN_LOADERS:
-        config.data.source = resolve_path(config.data.source, base_dir)
+    for i, (given, model) in enumerate(zip(data.get("models", [{}]), config.models, strict=True)):
+        _check_model(given, model, config.evaluation, f"models[{i}]")
+    source = config.data.source
+    if config.data.params is not None and source not in TASK_GENERATORS:
+        raise ConfigError(f"params are for generated data sets ({', '.join(TASK_GENERATORS)}); {source!r} is not "
+                          f"one", "data.params")
+    if source not in BUILTIN_LOADERS and source not in TASK_GENERATORS:
+        config.data.source = resolve_path(source, base_dir)
     return config
+
+
+#: The keys of a [[models]] entry that describe an MKL method (an estimator entry takes its parameters in params).
+_METHOD_KEYS = ("method", "C", "multiclass", "loss", "regularizer", "solver")
+
+
+def _check_model(given: dict[str, Any], model: ModelConfig, evaluation: EvaluationConfig, path: str) -> None:
+    """A [[models]] entry is an MKL method or a task estimator, and its own grid is searchable."""
+    if model.estimator is not None:
+        for key in _METHOD_KEYS:
+            if key in given:
+                raise ConfigError(f"a key of MKL method models; an estimator ({model.estimator!r}) takes its "
+                                  f"parameters in params, e.g. params = {{ C = 10 }}", f"{path}.{key}")
+    elif model.params is not None:
+        raise ConfigError("params are the parameters of a task estimator (estimator = NAME); an MKL method takes "
+                          "C, multiclass and loss/regularizer/solver overrides", f"{path}.params")
+    grid = model.grid or {}
+    for key, values in grid.items():
+        where = f"{path}.grid.{key}"
+        if model.estimator is None:
+            check_grid_key(key, where)
+            check_grid_values(values, where)
+        elif not values:
+            raise ConfigError("needs at least one value", where)
+        if evaluation.cv_folds == 0 and len(values) > 1:
+            raise ConfigError(f"{len(values)} values but no cross-validation to choose among them; set "
+                              f"evaluation.cv_folds >= 2, or give one value", where)
+        if key in evaluation.grid:
+            raise ConfigError(f"{key!r} is also a key of evaluation.grid; give it in one place", where)
+        if key in (model.params or {}):
+            raise ConfigError(f"{key!r} is both a parameter and a grid key; give it in one place", where)
 
 
 def resolve_path(path: str, base_dir: str | Path | None) -> str:
@@ -478,8 +579,14 @@ def load_config(path: str | Path) -> RunConfig:
 
 
 def config_to_dict(config: RunConfig) -> dict[str, Any]:
-    """The configuration as a plain dict (``None`` values dropped, as TOML has no null)."""
-    return drop_none(attrs.asdict(config))
+    """The configuration as a plain dict (``None`` values dropped, as TOML has no null; an estimator entry of
+    ``[[models]]`` without the method keys, which do not apply to it)."""
+    out = drop_none(attrs.asdict(config))
+    for model in out["models"]:
+        if "estimator" in model:
+            for key in _METHOD_KEYS:
+                model.pop(key, None)
+    return out
 
 
 def drop_none(value: Any) -> Any:
@@ -497,5 +604,6 @@ def config_to_toml(config: RunConfig) -> str:
 
 
 def default_config() -> RunConfig:
-    """The embedded default run of ``multikernel run`` (``multikernel/config/data/default.toml``)."""
-    return load_config(Path(__file__).parent / "data" / "default.toml")
+    """The embedded default run of ``multikernel run``: the example ``soft_margin``
+    (``multikernel/config/data/examples/soft_margin.toml``)."""
+    return load_config(Path(__file__).parent / "data" / "examples" / "soft_margin.toml")

@@ -21,14 +21,15 @@ benchmark experiments.  ``classes`` keeps the samples of the listed classes (``[
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import numpy as np
 
-from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS, load_data
+from multikernel.config.datasets import BUILTIN_LOADERS, load_data
+from multikernel.config.generators import TASK_GENERATORS, generate, make_g241c, make_g241d, make_multilabel
 from multikernel.errors import ConfigError
 
 __all__ = ["TaskData", "TASK_GENERATORS", "load_task_data", "read_task_csv", "make_g241c", "make_g241d",
@@ -57,56 +58,6 @@ class TaskData:
         """The samples ``rows`` (their labels, bags and privileged view with them)."""
         return TaskData(self.X[rows], self.y[rows], None if self.groups is None else self.groups[rows],
                         None if self.privileged is None else self.privileged[rows])
-
-
-def make_g241c(n_samples: int = 1500, n_features: int = 241, random_state: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """g241c-like data (Chapelle, Schoelkopf and Zien 2006, ch. 21; a reconstruction, the files are not public
-    under a usable licence): two classes of ``n_samples // 2``, isotropic unit Gaussians whose means are 2.5
-    apart along a random direction (the cluster assumption holds).  Labels -1 / +1."""
-    rng = np.random.default_rng(random_state)
-    u = rng.normal(size=n_features)
-    u /= np.linalg.norm(u)
-    y = np.repeat([-1, 1], [n_samples - n_samples // 2, n_samples // 2])
-    return rng.normal(size=(n_samples, n_features)) + 1.25 * y[:, None] * u, y
-
-
-def make_g241d(n_samples: int = 1500, n_features: int = 241, random_state: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """g241d-like data (same source): each class a mixture of two unit Gaussians whose means are 6 apart, each
-    Gaussian of one class 2.5 from one of the other class (clusters that do not follow the classes: the
-    cluster assumption misleads).  Labels -1 / +1."""
-    rng = np.random.default_rng(random_state)
-    u, v = np.linalg.qr(rng.normal(size=(n_features, 2)))[0].T
-    means = {1: (np.zeros(n_features), 6.0 * u), -1: (2.5 * v, 6.0 * u + 2.5 * v)}
-    y = np.repeat([-1, 1], [n_samples - n_samples // 2, n_samples // 2])
-    comp = rng.integers(0, 2, size=n_samples)
-    centres = np.array([means[int(c)][k] for c, k in zip(y, comp, strict=True)])
-    return rng.normal(size=(n_samples, n_features)) + centres, y
-
-
-def make_multilabel(n_samples: int = 300, n_features: int = 20, n_labels: int = 5, average_labels: int = 2,
-                    random_state: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Multi-label data from :func:`sklearn.datasets.make_multilabel_classification` (every sample with at least
-    one relevant label): ``X`` counts, ``Y`` an (n_samples, n_labels) 0/1 matrix."""
-    from sklearn.datasets import make_multilabel_classification
-
-    X, Y = make_multilabel_classification(n_samples=n_samples, n_features=n_features, n_classes=n_labels,
-                                          n_labels=average_labels, allow_unlabeled=False, random_state=random_state)
-    return X.astype(np.float64), Y
-
-
-def _toy_bilinear(**params: Any) -> tuple[np.ndarray, np.ndarray]:
-    from multikernel.bilinear.datasets import make_toy_bilinear  # the task package, loaded when asked for
-
-    return make_toy_bilinear(**params)
-
-
-TASK_GENERATORS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray]]] = {
-    **GENERATORS, "g241c": make_g241c, "g241d": make_g241d, "toy_bilinear": _toy_bilinear,
-    "multilabel": make_multilabel,
-}
-"""Generated data sets of task experiments: ``name -> f(random_state=seed, **params) -> (X, y)``."""
 
 
 def _number(text: str) -> bool:
@@ -178,8 +129,13 @@ def read_task_csv(path: str | Path, features: Sequence[str] = (), privileged: Se
 
 def load_task_data(source: str, *, format: str = "auto", params: dict[str, Any] | None = None,
                    features: Sequence[str] = (), privileged: Sequence[str] = (), classes: Sequence[Any] = (),
-                   positive: Sequence[Any] = (), seed: int = 0, path: str = "data") -> TaskData:
+                   positive: Sequence[Any] = (), shape: Sequence[int] = (), seed: int = 0,
+                   path: str = "data") -> TaskData:
     """The samples ``source`` names (a built-in set, a generator or a file), with the selections applied.
+
+    ``shape`` (two positive integers ``[p, q]``) turns each sample's ``p * q`` features into a ``p x q`` matrix,
+    filled row by row (C order): ``features = ["pix"]`` and ``shape = [16, 15]`` give mfeat's 240 pixel
+    averages as the 16 x 15 images they are.
 
     Raises
     ------
@@ -187,11 +143,8 @@ def load_task_data(source: str, *, format: str = "auto", params: dict[str, Any] 
         At ``path.<key>`` (``path`` is the key path of the data set entry).
     """
     if source in TASK_GENERATORS:
-        try:
-            X, y = TASK_GENERATORS[source](**{"random_state": seed, **(params or {})})
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"bad parameters for generator {source!r}: {exc}", f"{path}.params") from exc
-        data = TaskData(np.asarray(X, dtype=np.float64), np.asarray(y))
+        X, y, *views = generate(source, params or {}, seed, path)
+        data = TaskData(X, y, *views)
     elif source in BUILTIN_LOADERS or format == "libsvm" or (format == "auto" and not source.lower().endswith(".csv")):
         try:
             X, y, _ = load_data(source, format)
@@ -222,7 +175,24 @@ def load_task_data(source: str, *, format: str = "auto", params: dict[str, Any] 
             raise ConfigError("positive binarizes single labels; this data set has a label matrix",
                               f"{path}.positive")
         data.y = np.isin(data.y, positive).astype(np.int64)
+    if shape:
+        data.X = _reshaped(data.X, shape, features, f"{path}.shape")
     if not np.all(np.isfinite(data.X)):
         raise ConfigError(f"the data in {source!r} contain NaN or infinite feature values; impute or drop them "
                           f"first", f"{path}.source")
     return data
+
+
+def _reshaped(X: np.ndarray, shape: Sequence[int], features: Sequence[str], path: str) -> np.ndarray:
+    """``X`` (n, d) as n matrices of ``shape`` (``d`` must be their size), row by row."""
+    if len(shape) != 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise ConfigError(f"two positive integers [rows, columns] are needed; got {list(shape)!r}", path)
+    if X.ndim != 2:
+        raise ConfigError(f"reshapes feature vectors; these samples already have the shape {X.shape[1:]}", path)
+    rows, cols = shape
+    if rows * cols != X.shape[1]:
+        chosen = f"the columns of features = {list(features)!r}" if features else "the feature columns"
+        raise ConfigError(f"{list(shape)!r} holds {rows * cols} values per sample, but {chosen} number "
+                          f"{X.shape[1]}; give a shape whose product is {X.shape[1]}", path)
+    return X.reshape(len(X), rows, cols)
+

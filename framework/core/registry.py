@@ -161,13 +161,14 @@ class Registry:
                             names[obj] = (name, info)
             # Every task estimator names a registered task kind (known only once every plugin is read).
             for info in table["estimator"].values():
-                if info.obj.task not in table["task"]:
-                    close = difflib.get_close_matches(str(info.obj.task), list(table["task"]), n=1)
-                    hint = f" Did you mean {close[0]!r}?" if close else ""
-                    raise PluginError(
-                        f"{estimator_where[info.name]}: task estimator {info.name!r}: task "
-                        f"{info.obj.task!r} is not a registered task kind.{hint} Kinds: "
-                        f"{', '.join(sorted(table['task'])) or '(none)'}")
+                for task in info.obj.tasks:
+                    if task not in table["task"]:
+                        close = difflib.get_close_matches(str(task), list(table["task"]), n=1)
+                        hint = f" Did you mean {close[0]!r}?" if close else ""
+                        raise PluginError(
+                            f"{estimator_where[info.name]}: task estimator {info.name!r}: task "
+                            f"{task!r} is not a registered task kind.{hint} Kinds: "
+                            f"{', '.join(sorted(table['task'])) or '(none)'}")
             # Everything is valid: only now give the classes their registered names.
             for cls, (name, _) in names.items():
                 cls.name = name

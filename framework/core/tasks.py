@@ -321,6 +321,9 @@ class TaskEstimator:
     params : dict
         Defaults passed to ``factory``; configurations and :meth:`create` override them.
     summary, citation : str
+    also : tuple of str
+        Further task kinds whose calling convention the estimator follows (``MKLClassifier`` fits class labels
+        and 0/1 label matrices alike: ``task="classification"``, ``also=("multilabel_ranking",)``).
     """
 
     name: str
@@ -329,6 +332,12 @@ class TaskEstimator:
     params: dict[str, Any] = attrs.Factory(dict)
     summary: str = ""
     citation: str = ""
+    also: tuple[str, ...] = ()
+
+    @property
+    def tasks(self) -> tuple[str, ...]:
+        """Every task kind the estimator serves: ``task``, then ``also``."""
+        return (self.task, *self.also)
 
     def parameters(self) -> list[str] | None:
         """The parameter names :meth:`create` accepts (``None``: any, the factory takes ``**kwargs``)."""
@@ -340,6 +349,8 @@ class TaskEstimator:
         out = []
         if not isinstance(self.task, str) or not self.task:
             out.append(f"task {self.task!r} is not a task kind name")
+        if not isinstance(self.also, tuple) or not all(isinstance(t, str) and t for t in self.also):
+            out.append(f"also {self.also!r} is not a tuple of task kind names")
         if not callable(self.factory):
             out.append(f"factory {self.factory!r} is not callable (give the estimator class or a function)")
             return out

@@ -10,7 +10,7 @@ from sklearn.utils.validation import _num_samples
 
 from multikernel.core.validation import Constraint, NoneValue, Real
 from multikernel.estimators.base import FittedSpec
-from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.mkl_core import MKLEstimator
 from multikernel.estimators.one_task import TaskMixin
 from multikernel.solve.fit import Targets
 from multikernel.stack.storage import KernelStack
@@ -18,7 +18,7 @@ from multikernel.stack.storage import KernelStack
 __all__ = ["MKLOneClass"]
 
 
-class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
+class MKLOneClass(TaskMixin, OutlierMixin, MKLEstimator):
     """One-class multiple kernel learning: kernel weights and a nu one-class SVM on their combination.
 
     The fit core of :class:`~multikernel.MKLClassifier` without targets: the method names the regularizer of the
@@ -53,7 +53,7 @@ class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
 
     target_kind: ClassVar[str] = "one_class"
     target_kinds: ClassVar[tuple[str, ...]] = ("one_class",)
-    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {**TaskMixin._fitted_schema,
+    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {**MKLEstimator._fitted_schema,
                                                        "offset_": FittedSpec("real", (0,))}
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "nu": [Real(low=0, high=1, closed="right"), NoneValue()]}
@@ -65,15 +65,11 @@ class MKLOneClass(TaskMixin, OutlierMixin, MKLClassifier):
                  kernel_backend: str = "dense", memory_budget: int | str | None = None, cache_size: float = 200.0,
                  warm_start: bool = False, n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(kernels=kernels, kernel_params=kernel_params, normalize=normalize, standardize=standardize,
-                         method=method, C=None, loss=loss, regularizer=regularizer, solver=solver, tol=tol,
+                         method=method, loss=loss, regularizer=regularizer, solver=solver, tol=tol,
                          max_iter=max_iter, inner_tol=inner_tol, stopping=stopping, kernel_dtype=kernel_dtype,
                          kernel_backend=kernel_backend, memory_budget=memory_budget, cache_size=cache_size,
                          warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
-        del self.C, self.multiclass  # not parameters of this estimator (get_params reads this __init__)
         self.nu = nu
-
-    C = None  # the classifier's fit core reads these: one block, the loss's own parameters
-    multiclass = "ovr"
 
     def _loss_params(self) -> dict[str, Any]:
         return {} if self.nu is None else {"loss__nu": self.nu}

@@ -1,5 +1,6 @@
-"""What the regression and one-class estimators change in :class:`~multikernel.MKLClassifier`: the loss's kind of
-targets, the decoding of the one decision path, and the fitted state (no classes)."""
+"""What the regression and one-class estimators add to the fit core
+(:class:`~multikernel.estimators.mkl_core.MKLEstimator`): the loss's kind of targets, their own loss parameters,
+and the decoding of the one decision path."""
 
 from __future__ import annotations
 
@@ -8,15 +9,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from multikernel.core.registry import get_registry
-from multikernel.estimators.base import FittedSpec
-from multikernel.estimators.classifier import MKLClassifier
-from multikernel.solve.fit import FittedMKL, Parts, Targets, decision_values
+from multikernel.solve.fit import Parts, Targets, decision_values
 
 __all__ = ["TaskMixin"]
 
 
 class TaskMixin:
-    """Mixed in before :class:`~multikernel.MKLClassifier` by an estimator of another task.
+    """Mixed in before :class:`~multikernel.estimators.mkl_core.MKLEstimator` by an estimator of another task.
 
     A subclass sets ``target_kind`` (the :attr:`~multikernel.SampleLoss.target_kind` its loss must have),
     ``target_kinds`` (the :class:`~multikernel.Targets` kinds it fits) and ``_loss_params`` (its own parameters
@@ -24,9 +23,6 @@ class TaskMixin:
     """
 
     target_kind: ClassVar[str]
-    target_kinds: ClassVar[tuple[str, ...]]
-    _fitted_schema: ClassVar[dict[str, FittedSpec]] = {
-        k: v for k, v in MKLClassifier._fitted_schema.items() if k != "classes_"}
 
     def _loss_params(self) -> dict[str, Any]:
         return {}
@@ -47,10 +43,6 @@ class TaskMixin:
             loss.set_params(**{name: value})
         return parts
 
-    def _store(self, fitted: FittedMKL) -> None:
-        super()._store(fitted)  # type: ignore[misc]
-        del self.classes_  # no classes: scikit-learn reads classes_ as a classifier's
-
     def _scores(self, X: Any) -> np.ndarray:
         """The decision values ``sum_m w_m K_m(x, .) c + b`` on ``X``: shape (n_samples, n_blocks).
 
@@ -67,14 +59,3 @@ class TaskMixin:
 
     def _decode(self, scores: np.ndarray) -> np.ndarray:
         return Targets(self.target_type_, np.empty(0), np.empty((0, 0))).decode(scores)  # type: ignore[attr-defined]
-
-    def _check_loaded(self) -> None:
-        kind = self.target_type_  # type: ignore[has-type]
-        if kind not in self.target_kinds:
-            raise ValueError(f"unknown target type {kind!r} for {type(self).__name__}")
-        # the classifier's shape checks, which name its own kinds: run them under one of those
-        self.target_type_ = "binary"
-        try:
-            super()._check_loaded()  # type: ignore[misc]
-        finally:
-            self.target_type_ = kind

@@ -8,14 +8,14 @@ import numpy as np
 from sklearn.base import RegressorMixin
 
 from multikernel.core.validation import Constraint, NoneValue, Real
-from multikernel.estimators.classifier import MKLClassifier
+from multikernel.estimators.mkl_core import MKLEstimator
 from multikernel.estimators.one_task import TaskMixin
 from multikernel.solve.fit import Parts, Targets, encode_targets
 
 __all__ = ["MKLRegressor"]
 
 
-class MKLRegressor(TaskMixin, RegressorMixin, MKLClassifier):
+class MKLRegressor(TaskMixin, RegressorMixin, MKLEstimator):
     """Multiple kernel learning regression: kernel weights and an epsilon-SVR (or kernel ridge) on their combination.
 
     The fit core of :class:`~multikernel.MKLClassifier` with real targets: the method names the regularizer of
@@ -61,11 +61,13 @@ class MKLRegressor(TaskMixin, RegressorMixin, MKLClassifier):
                  memory_budget: int | str | None = None, cache_size: float = 200.0, multiclass: str = "ovr",
                  warm_start: bool = False, n_jobs: int | None = None, verbose: int = 0) -> None:
         super().__init__(kernels=kernels, kernel_params=kernel_params, normalize=normalize, standardize=standardize,
-                         method=method, C=C, loss=loss, regularizer=regularizer, solver=solver, tol=tol,
+                         method=method, loss=loss, regularizer=regularizer, solver=solver, tol=tol,
                          max_iter=max_iter, inner_tol=inner_tol, stopping=stopping, kernel_dtype=kernel_dtype,
                          kernel_backend=kernel_backend, memory_budget=memory_budget, cache_size=cache_size,
-                         multiclass=multiclass, warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
+                         warm_start=warm_start, n_jobs=n_jobs, verbose=verbose)
+        self.C = C
         self.epsilon = epsilon
+        self.multiclass = multiclass
 
     def _loss_params(self) -> dict[str, Any]:
         return {} if self.epsilon is None else {"loss__epsilon": self.epsilon}

@@ -17,6 +17,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from multikernel.config.datasets import BUILTIN_LOADERS, GENERATORS
+from multikernel.config.generators import TASK_GENERATORS
 from multikernel.config.schema import (
     PARAM_PATTERN,
     KernelsConfig,
@@ -40,7 +41,6 @@ from multikernel.config.schema import (
     valid_folds,
     valid_n_jobs,
 )
-from multikernel.config.task_data import TASK_GENERATORS
 from multikernel.core.tasks import TASK_KINDS, task_kind
 from multikernel.engine import check_engine
 from multikernel.errors import ConfigError
@@ -58,13 +58,15 @@ __all__ = [
     "experiment_config_from_dict",
     "experiment_config_to_dict",
     "is_experiment_config",
+    "dataset_fields",
     "evaluate_value",
     "PARAM_PATTERN",
 ]
 
 DEFAULT_RATIOS = [0.0, 0.2, 0.4, 0.6, 0.8, 1.0, 1.2]
-EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths", "task", "estimators")
-"""Top-level keys that only experiment configurations have (run configurations have none of them)."""
+EXPERIMENT_KEYS = ("experiment", "datasets", "methods", "noisy_kernels", "paths", "estimators")
+"""Top-level keys that only experiment configurations have (run configurations have none of them; ``[task]`` is
+in both)."""
 
 
 @attrs.define
@@ -110,8 +112,10 @@ class DatasetSpec:
     samples) replaces ``test_fraction`` for this data set, as in the IDA benchmark's fixed training sizes.
 
     Task experiments (with a ``[task]`` table) also take ``classes`` (keep these classes), ``positive`` (labels
-    become 1 for these classes, 0 for the others), and for CSV files ``features`` / ``privileged`` (column-name
-    prefixes of the features and of the privileged view): see :mod:`multikernel.config.task_data`.
+    become 1 for these classes, 0 for the others), for CSV files ``features`` / ``privileged`` (column-name
+    prefixes of the features and of the privileged view), and ``shape`` (``[rows, columns]``: each sample's
+    features as a matrix, for matrix-sample tasks such as ``bilinear``): see :mod:`multikernel.config.task_data`.
+    A generator's ``params`` are checked against its parameters (:mod:`multikernel.config.generators`).
     """
 
     name: str
@@ -123,6 +127,13 @@ class DatasetSpec:
     positive: list[Any] = attrs.Factory(list)
     features: list[str] = attrs.Factory(list)
     privileged: list[str] = attrs.Factory(list)
+    shape: list[int] = attrs.Factory(list)
+
+
+def dataset_fields(ds: DatasetSpec) -> dict[str, Any]:
+    """A data set's fields for the fingerprints of its units; ``shape`` only when set, so that the units of data
+    sets without it keep their fingerprints."""
+    return attrs.asdict(ds, filter=lambda a, v: not (a.name == "shape" and not v))
 
 
 def _fractions(instance: Any, attribute: Any, values: list[float]) -> None:
@@ -277,7 +288,7 @@ def _check_datasets(config: ExperimentConfig, base_dir: str | Path | None) -> No
         path = f"datasets[{i}]"
         generators = TASK_GENERATORS if config.task is not None else GENERATORS
         if config.task is None:
-            for key in ("classes", "positive", "features", "privileged"):
+            for key in ("classes", "positive", "features", "privileged", "shape"):
                 if getattr(ds, key):
                     raise ConfigError("a key of task experiments (with a [task] table); benchmark data sets take "
                                       "their classes as they are", f"{path}.{key}")

@@ -30,7 +30,8 @@ from joblib import Parallel, delayed
 
 from multikernel._version import __version__
 from multikernel.config.checks import Axis, PartsChecker, check_data, check_kernels, grid_axes, prepare_output
-from multikernel.config.datasets import GENERATORS, load_data
+from multikernel.config.datasets import load_data
+from multikernel.config.generators import BENCHMARK_GENERATORS, generate
 from multikernel.config.progress import Progress
 from multikernel.engine import engine_backend
 from multikernel.errors import ConfigError
@@ -39,6 +40,7 @@ from multikernel.experiments.config import (
     ExperimentConfig,
     ExperimentSettings,
     MethodSpec,
+    dataset_fields,
     experiment_config_from_dict,
     experiment_config_to_dict,
     load_experiment_config,
@@ -65,12 +67,8 @@ UNITS_FILE = "units.jsonl"
 # --------------------------------------------------------------------------------------------------
 def _load_dataset(ds: DatasetSpec, index: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     path = f"datasets[{index}]"
-    if ds.source in GENERATORS:
-        params = {"random_state": seed, **ds.params}
-        try:
-            X, y = GENERATORS[ds.source](**params)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"bad parameters for generator {ds.source!r}: {exc}", f"{path}.params") from exc
+    if ds.source in BENCHMARK_GENERATORS:
+        X, y = generate(ds.source, ds.params, seed, path, BENCHMARK_GENERATORS)
     else:
         try:
             X, y, _ = load_data(ds.source, ds.format)
@@ -178,7 +176,7 @@ def plan_experiment(config: ExperimentConfig, data: dict[str, Any]) -> list[Unit
     def add(prefix: str, kind: str, ds: DatasetSpec, methods: list[MethodSpec], extra: dict[str, Any],
             **kw: Any) -> None:
         X, y = data[ds.name]
-        base = {"kind": kind, "dataset": attrs.asdict(ds), "protocol": protocol, **extra}
+        base = {"kind": kind, "dataset": dataset_fields(ds), "protocol": protocol, **extra}
         members = [Member(key=f"{prefix}/{m.display_name}", method=m,
                           fingerprint=_fingerprint({**base, "method": _method_fields(m)}, X, y)) for m in methods]
         tasks.append(UnitTask(kind=kind, dataset=ds, X=X, y=y, members=members, settings=ex, **common, **kw))

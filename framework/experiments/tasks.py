@@ -25,17 +25,16 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Sequence
-from itertools import product
 from typing import Any
 
 import attrs
 import numpy as np
-from sklearn.preprocessing import StandardScaler
 
+from multikernel.config.evaluation import evaluate_kind, grid_points, resolve_params
 from multikernel.config.summary import sample_std
 from multikernel.config.task_data import TaskData, load_task_data
 from multikernel.core.registry import get_registry
-from multikernel.core.tasks import TaskEstimator, TaskKind, task_kind
+from multikernel.core.tasks import TaskEstimator, task_kind
 from multikernel.errors import ConfigError, PluginError
 from multikernel.experiments.config import (
     DatasetSpec,
@@ -43,6 +42,7 @@ from multikernel.experiments.config import (
     ExperimentConfig,
     ExperimentSettings,
     TaskSettings,
+    dataset_fields,
 )
 from multikernel.experiments.units import Member, Recorder, UnitTask
 from multikernel.plugins.task_kinds import clustering_accuracy
@@ -70,27 +70,6 @@ def selection_measure(task: TaskSettings) -> tuple[str, bool]:
     return name, dict(kind.measures)[name]
 
 
-def resolve_params(params: dict[str, Any]) -> dict[str, Any]:
-    """Configuration values as the estimator takes them: a ``kernels`` list of kernel tables (``{name = "rbf",
-    gamma_scale = 0.25}``) becomes a list of registered kernel builders."""
-    out = dict(params)
-    kernels = out.get("kernels")
-    if isinstance(kernels, list) and kernels and all(isinstance(k, dict) for k in kernels):
-        registry = get_registry()
-        built = []
-        for k in kernels:
-            if "name" not in k:
-                raise ValueError(f"a kernel table needs a 'name' (a registered kernel); got {k!r}")
-            built.append(registry.create("kernel", k["name"], **{a: v for a, v in k.items() if a != "name"}))
-        out["kernels"] = built
-    return out
-
-
-def _grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
-    keys = list(grid)
-    return [dict(zip(keys, values, strict=True)) for values in product(*(grid[k] for k in keys))]
-
-
 # --------------------------------------------------------------------------------------------------
 # splits
 # --------------------------------------------------------------------------------------------------
@@ -105,21 +84,6 @@ def evaluation_splits(task: TaskSettings, data: TaskData, dataset: DatasetSpec, 
 # --------------------------------------------------------------------------------------------------
 # one evaluation
 # --------------------------------------------------------------------------------------------------
-def _standardized(kind: TaskKind, data: TaskData, train: np.ndarray, standardize: bool) -> TaskData:
-    """``data`` with its feature vectors (and privileged view) standardized by the statistics of the samples the
-    fit sees: every sample for a transductive kind, the training samples otherwise; matrix samples as they are."""
-    if not standardize:
-        return data
-    rows = np.arange(data.n_samples) if kind.transductive else train
-
-    def scaled(Z: np.ndarray | None) -> np.ndarray | None:
-        if Z is None or Z.ndim != 2:
-            return Z
-        return StandardScaler().fit(Z[rows]).transform(Z)
-
-    return TaskData(scaled(data.X), data.y, data.groups, scaled(data.privileged))
-
-
 def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test: np.ndarray, *,
              standardize: bool = True, setting: Any = None, neighbors: int = 3, seed: int = 0) -> dict[str, float]:
     """Fit ``estimator`` on the training samples by the kind's convention and measure it on the test samples.
@@ -128,8 +92,7 @@ def evaluate(kind: str, estimator: Any, data: TaskData, train: np.ndarray, test:
     ``train`` are the labelled samples and every other sample is given unlabelled (the test samples are scored
     transductively); for ``clustering`` every sample is clustered.
     """
-    task = task_kind(kind)
-    return task.evaluate(estimator, _standardized(task, data, train, standardize), train, test, setting=setting,
+    return evaluate_kind(task_kind(kind), estimator, data, train, test, standardize=standardize, setting=setting,
                          neighbors=neighbors, seed=seed)
 
 
@@ -170,8 +133,8 @@ def _estimator_entry(spec: EstimatorSpec, kind: str, path: str) -> TaskEstimator
         entry = registry.get("estimator", spec.name)
     except PluginError as exc:
         raise ConfigError(str(exc), f"{path}.name") from exc
-    if entry.task != kind:
-        same = [p.name for p in registry.plugins("estimator") if p.obj.task == kind]
+    if kind not in entry.tasks:
+        same = [p.name for p in registry.plugins("estimator") if kind in p.obj.tasks]
         raise ConfigError(f"{spec.name!r} is a {entry.task} estimator; this experiment's task is {kind} "
                           f"(its estimators: {', '.join(same) or '(none)'})", f"{path}.name")
     accepted = entry.parameters()
@@ -205,8 +168,8 @@ def check_task_experiment(config: ExperimentConfig) -> dict[str, TaskData]:
         path = f"datasets[{i}]"
         data[ds.name] = load_task_data(ds.source, format=ds.format, params=ds.params, features=ds.features,
                                        privileged=ds.privileged, classes=ds.classes, positive=ds.positive,
-                                       seed=ex.seed, path=path)
-        searched = any(len(_grid_points(e.grid)) > 1 for e in config.estimators)
+                                       shape=ds.shape, seed=ex.seed, path=path)
+        searched = any(len(grid_points(e.grid)) > 1 for e in config.estimators)
         task_kind(task.kind).check(data[ds.name], ds.source, task, ex, path, searched)
     measures = task_kind(task.kind).measures
     if task.select_by is not None and task.select_by not in dict(measures):
@@ -263,7 +226,7 @@ def plan_task_units(config: ExperimentConfig, data: dict[str, TaskData],
             for r in range(ex.repeats):
                 for fold in range(task_kind(task.kind).n_folds(task)):
                     prefix = f"task/{ds.name}/{setting_name(task, setting)}/{r}/{fold}"
-                    base = {"dataset": attrs.asdict(ds), "protocol": protocol, "setting": setting, "repeat": r,
+                    base = {"dataset": dataset_fields(ds), "protocol": protocol, "setting": setting, "repeat": r,
                             "fold": fold}
                     members = [Member(key=f"{prefix}/{e.display_name}", method=e,  # type: ignore[arg-type]
                                       fingerprint=fingerprint({**base, "estimator": attrs.asdict(e)}, extra, d.y))
@@ -317,7 +280,7 @@ def run_task_unit(unit: UnitTask) -> list[dict[str, Any]]:
         train, test = splits[unit.index]
         with Recorder(rec):
             entry = registry.get("estimator", spec.name)
-            points = _grid_points(spec.grid)
+            points = grid_points(spec.grid)
             best = 0
             if len(points) > 1:
                 t0 = time.perf_counter()

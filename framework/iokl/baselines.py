@@ -1,7 +1,8 @@
 """Multiple-instance baselines of chapter 4 (spec section 3.13): SIL-SVM, mi-SVM, MI-SVM and the MI-kernel SVM.
 
-All take ``fit(X, y, bags)`` like :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier` and solve
-scikit-learn's :class:`~sklearn.svm.SVC` on a precomputed kernel (the average of the input kernels); the fitted
+All take ``fit(X, y, bags)`` like :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier` and solve an SVM on
+a precomputed kernel (the average of the input kernels): scikit-learn's :class:`~sklearn.svm.SVC`, or for MI-SVM,
+whose negative bags share a slack, :func:`bag_slack_svm` (a compiled SMO for that dual); the fitted
 SVM is kept as plain arrays (``dual_coef_`` over ``support_rows_``, ``intercept_``), which is what the decision
 values need and what a saved model holds.  The
 semi-supervised and clustering baselines are scikit-learn estimators used as they are (``SVC`` on the
@@ -18,14 +19,16 @@ from sklearn.base import ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.svm import SVC
 
+from multikernel._ext._group_smo import solve_group_svm
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.validation import Constraint, Integer, NoneValue, Real, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.estimators import _bag_lists, bag_labels, default_kernels, mil_score
+from multikernel.solve.smo import default_max_iter
 
-__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "miSVM"]
+__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "bag_slack_svm", "miSVM"]
 
 
 def _kept() -> None:
@@ -194,8 +197,16 @@ class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
 
 class MISVM(_MILBase):
     """MI-SVM (Andrews et al. 2003): each positive bag is represented by its highest-scoring instance (the
-    witness); negative instances all stay; alternate until the witnesses stop changing (a
-    ``ConvergenceWarning`` when they still change after ``max_iter`` SVM fits).
+    witness), each negative bag by all its instances under one slack; alternate until the witnesses stop
+    changing (a ``ConvergenceWarning`` when they still change after ``max_iter`` SVM fits).
+
+    The SVM is the one of the paper, ``min 1/2 ||w||^2 + C sum_B xi_B`` with ``Y_B max_{x in B} f(x) >= 1 - xi_B``:
+    one slack per bag, so a negative bag's instances share theirs (in the dual, the bag's variables sum to at
+    most ``C``) and a bag weighs the same whatever its size.  Per-instance slacks would give a negative bag of
+    ``|B|`` instances ``|B|`` times the weight of a positive one.  Given the witnesses this SVM is convex and
+    its bias the exact optimum (the Karush-Kuhn-Tucker value); no alternation step raises the paper's
+    objective (the SVM minimises it for the witnesses, and new witnesses, the positive bags' best instances,
+    only lower their slacks), so the alternation stops up to ties among the finitely many witness choices.
 
     The first SVM represents each positive bag by its mean in the kernel's feature space (the start of
     Andrews et al. and of the misvm package; its kernel entries are averages of the bag's kernel rows), so the
@@ -205,21 +216,25 @@ class MISVM(_MILBase):
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         if not (yb < 0).any():
             raise ValueError("MI-SVM needs negative bags")
-        neg = np.concatenate([b for b, s in zip(lists, yb, strict=True) if s < 0])
+        negative = [b for b, s in zip(lists, yb, strict=True) if s < 0]
+        neg = np.concatenate(negative)
         pos = [b for b, s in zip(lists, yb, strict=True) if s > 0]
         labels = np.r_[np.ones(len(pos)), -np.ones(len(neg))]
+        # the SVM's samples: the positive bags' representatives (a slack each), then the negative instances
+        # (the slack of their bag)
+        slack = np.r_[np.arange(len(pos)), len(pos) + np.repeat(np.arange(len(negative)), [len(b) for b in negative])]
         # the bag means: M = S K with S the averaging rows, so k(mean_b, x) = M[b, x] and k(mean_b, mean_c) =
         # M[b] S_c'; one SVM on the means and the negative instances, scored on every instance
         M = np.stack([K[b].mean(axis=0) for b in pos])
         means = np.stack([M[:, b].mean(axis=1) for b in pos], axis=1)
         units = np.block([[means, M[:, neg]], [M[:, neg].T, K[np.ix_(neg, neg)]]])
-        svm = SVC(kernel="precomputed", C=self.C).fit(units, labels)
-        f = svm.decision_function(np.hstack([M.T, K[:, neg]]))
+        coef, bias = self._bag_slack_svm(units, labels, slack)
+        f = np.hstack([M.T, K[:, neg]]) @ coef + bias
         witness = np.array([b[np.argmax(f[b])] for b in pos])
         self.n_iter_ = 1
         for _ in range(self.max_iter - 1):
             rows = np.r_[witness, neg]
-            self._fit_rows(K, rows, labels)
+            self._fit_witnesses(K, rows, labels, slack)
             self.n_iter_ += 1
             progress.update(keep=_kept)  # Ctrl-C: the last SVM is the model
             f = self._decide(K[:, rows])
@@ -229,8 +244,67 @@ class MISVM(_MILBase):
             witness = new
         else:
             if self.max_iter == 1:  # the means' SVM only: the classifier is the SVM of its witnesses
-                self._fit_rows(K, np.r_[witness, neg], labels)
+                self._fit_witnesses(K, np.r_[witness, neg], labels, slack)
             self._capped("witnesses")
+
+    def _fit_witnesses(self, K: np.ndarray, rows: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> None:
+        """The model: the shared-slack SVM on the training ``rows`` (set together, so Ctrl-C keeps a whole one)."""
+        coef, bias = self._bag_slack_svm(K[np.ix_(rows, rows)], labels, slack)
+        self.support_rows_, self.dual_coef_, self.intercept_ = rows, coef, bias
+
+    def _bag_slack_svm(self, K: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, float]:
+        """The C-SVC whose samples share slacks (``slack``: the slack of each sample): ``(alpha * labels, b)``."""
+        return bag_slack_svm(K, labels, slack, float(self.C), name=type(self).__name__)
+
+
+def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float, tol: float = 1e-3,
+                  max_iter: int | None = None, name: str = "the SVM") -> tuple[np.ndarray, float]:
+    """The C-SVC with one slack per group of samples: ``min 1/2 ||w||^2 + C sum_g xi_g`` subject to
+    ``y_i f(x_i) >= 1 - xi_g`` for every sample ``i`` of group ``g``.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The samples' kernel.
+    labels : ndarray of shape (n,)
+        In {-1, +1}, one label per group.
+    slack : ndarray of shape (n,)
+        The group (slack) of each sample, any integers.
+    C : float
+        The cost of a slack.
+    tol : float, default=1e-3
+        The largest violation of the Karush-Kuhn-Tucker conditions at the end (libsvm's stopping rule).
+    max_iter : int, optional
+        Largest number of pair steps; by default libsvm's rule (:func:`~multikernel.solve.smo.default_max_iter`).
+    name : str
+        Who asks, for the warning.
+
+    Returns
+    -------
+    coef : ndarray of shape (n,)
+        ``alpha_i y_i``, so that ``f = K_rows @ coef + b``.
+    b : float
+    """
+    _, group = np.unique(slack, return_inverse=True)
+    first = labels[np.unique(group, return_index=True)[1]]
+    if np.any(labels != first[group]):
+        raise ValueError("the samples that share a slack must share their label")
+    # a group of one sample is a sample with a cap of its own: the solver's cheaper case
+    size = np.bincount(group)
+    ids = np.full(len(size), -1, dtype=np.intp)
+    ids[size > 1] = np.arange(np.count_nonzero(size > 1))
+    group = ids[group]
+    limit = default_max_iter(len(labels)) if max_iter is None else int(max_iter)
+    alpha, b, _, violation, interrupted = solve_group_svm(np.ascontiguousarray(K, dtype=np.float64),
+                                                          np.ascontiguousarray(labels, dtype=np.float64),
+                                                          group, np.count_nonzero(size > 1), C, tol, limit)
+    if interrupted:
+        raise KeyboardInterrupt
+    if violation >= tol:
+        warnings.warn(f"{name}: the shared-slack SVM stopped at its iteration limit with a KKT violation of "
+                      f"{violation:.3g} > tol={tol:g}; its solution is approximate. Raise max_iter; a smaller C "
+                      f"or rescaled features converge faster", ConvergenceWarning, stacklevel=3)
+    return alpha * labels, float(b)
 
 
 class MIKernelSVM(_MILBase):
