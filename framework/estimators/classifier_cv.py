@@ -344,14 +344,15 @@ kernel_names_, results_
     def _path_settings(settings: SolveSettings) -> SolveSettings:
         """The plain estimator's settings (the same stopping rule and certificate) computed as a path computes best.
 
-        The level method keeps its cuts from one ``C`` to the next (:mod:`multikernel.plugins._kept_cuts`:
+        Along the path (:meth:`_fold_path`: ``fit_mkl(keep_cuts=True)``) the level method keeps its cuts from one
+        ``C`` to the next (:mod:`multikernel.plugins._kept_cuts`:
         rescaled into each fit's feasible set, they stay cuts of its objective), which saves it most of the outer
         iterations at the larger values of ``C``.  Each fit reads the stack twice per iteration (combination, then
         forms over the support) instead of once (``one_pass``): a warm-started fit takes a few iterations, too
         few for the products of the one-read path, which cost more than the forms alone, to pay off (measured
         1.3-2.2x faster per fold path on heart, pima and ionosphere for lpmkl and sm1mkl, the same for l1mkl).
         """
-        return attrs.evolve(settings, one_pass=False, keep_cuts=True)
+        return attrs.evolve(settings, one_pass=False)
 
     def _fold_stacks(self, stack: KernelStack | None, features: np.ndarray | None, y: Any, train: np.ndarray,
                      val: np.ndarray) -> tuple[KernelStack, KernelStack]:
@@ -373,7 +374,7 @@ kernel_names_, results_
 
         def fit_at(i: int, previous: FittedMKL | None) -> FittedMKL:
             return fit_mkl(fold_train, targets, self._parts_at(points[i]), settings, shared=shared, warm=previous,
-                           n_jobs=1, params=points[i])
+                           n_jobs=1, params=points[i], keep_cuts=True)
 
         for i, fitted in walk_path(points, fit_at):
             score = (accuracy_score(y_val, fitted.predict(fold_val)) if scorer is None
