@@ -50,6 +50,9 @@ class _SVMLoss(SampleLoss):
     def ray(self, alpha: np.ndarray, y: np.ndarray) -> tuple[float, float, float] | None:
         return self.problem(y).ray(alpha)
 
+    def feasible_scale(self, alpha: np.ndarray, y: np.ndarray) -> float | None:
+        return self.problem(y).feasible_scale(alpha)
+
 
 class CSVCLoss(_SVMLoss):
     """Hinge loss with bias: the C-SVC dual, ``0 <= alpha <= C``, ``y'alpha = 0``, ``L(alpha) = 1'alpha``.

@@ -23,7 +23,8 @@ from threadpoolctl import ThreadpoolController
 from multikernel._threads import blas_for
 from multikernel.core.capabilities import Capability, offered_by
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.interfaces import InnerSolution, MKLProblem, Regularizer, Solver
+from multikernel.core.interfaces import InnerSolution, MKLProblem, MKLResult, Regularizer, Solver
+from multikernel.plugins._kept_cuts import keep_cuts, rescaled_cuts
 from multikernel.plugins._master_lp import MasterLP
 from multikernel.solve.outer import Converged, Evaluator, Iterate, OuterLoop, OuterSolver, Stalled, revived
 
@@ -781,6 +782,11 @@ class LevelMethod(OuterSolver):
     def evaluator(self, problem: MKLProblem, loop: OuterLoop) -> Evaluator:
         return CuttingPlanes(problem, loop, self.max_cuts)
 
+    def finish(self, evaluate: CuttingPlanes, result: MKLResult) -> MKLResult:
+        if evaluate.problem.keep_cuts:
+            result.cuts = keep_cuts(evaluate.problem, evaluate.bundle)
+        return result
+
     def step(self, evaluate: CuttingPlanes, it: Iterate) -> Iterate | Stalled:
         loop, model = evaluate.loop, evaluate.model
         # The level set is not empty: the level is at least the minimum of this very model (the pending
@@ -826,6 +832,8 @@ class CuttingPlanes(Evaluator):
         # aggregate forms are read from the stack again
         self.cross_bytes = max(problem.stack.nbytes // 2, 16 * 2**20)
         self.bundle.cross_limit = math.isqrt(self.cross_bytes // (8 * problem.stack.n_kernels))
+        #: the cuts of a previous fit on this stack (a neighbouring C), rescaled into this fit's feasible set
+        self._kept = rescaled_cuts(problem, getattr(problem.warm_start, "cuts", None))
 
     def certify(self, it: Iterate) -> Iterate:
         """The base certification (quadratic forms, bounds), then the iterate's cut, the model LP and the
@@ -839,6 +847,9 @@ class CuttingPlanes(Evaluator):
             self._pending = None
         # A cut of F = J + Omega: the cut of J plus the tangent of the (convex) penalty at mu.
         o, g = _penalty_tangent(p.regularizer, mu)
+        for L, q, alpha, coef, cross in self._kept:  # before the first iterate's own cut
+            self.bundle.add(L, q, alpha, coef, o, g, cross=cross)
+        self._kept = []
         self.bundle.add(p.linear_term(it.sol.alpha), it.q, it.sol.alpha, it.sol.coef, o, g,
                         cross=self._cross(it))
         if not self.lazy:

@@ -23,16 +23,13 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import ClassifierMixin, clone
-from sklearn.cluster import KMeans, SpectralClustering
-from sklearn.kernel_ridge import KernelRidge
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.semi_supervised import LabelSpreading, SelfTrainingClassifier
 from sklearn.svm import SVC, SVR, OneClassSVM
 from sklearn.utils.validation import validate_data
 
 from multikernel.bilinear import BilinearClassifier, BilinearSVMClassifier, CrossModalEmbedding, HMKLClassifier
 from multikernel.core.hookspecs import hookimpl
-from multikernel.core.tasks import TaskEstimator
+from multikernel.core.tasks import DeferredFactory, TaskEstimator
 from multikernel.core.validation import check_class_labels, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.classifier import MKLClassifier
@@ -47,7 +44,17 @@ from multikernel.iokl.set_kernels import NSK, STK
 from multikernel.iokl.sparse_mil import sbMIL, sMIL, stMIL
 from multikernel.metric import ITML_Supervised, ITMLPlus_Supervised, ITMLS_Supervised
 from multikernel.plugins.kernels import RBFKernel
-from multikernel.ranking import MLkNN, MultiLabelRanker, OneVsRestRanker
+
+# Imported when first used, not when the registry loads (they cost more than the rest of the registry together):
+# scikit-learn's clustering (and manifold), semi-supervised and kernel ridge packages, and the ranking package
+# with its calibration and tree imports (tests/test_registry_imports.py).
+KMeans = DeferredFactory("sklearn.cluster", "KMeans")
+SpectralClustering = DeferredFactory("sklearn.cluster", "SpectralClustering")
+LabelSpreading = DeferredFactory("sklearn.semi_supervised", "LabelSpreading")
+KernelRidge = DeferredFactory("sklearn.kernel_ridge", "KernelRidge")
+MLkNN = DeferredFactory("multikernel.ranking", "MLkNN")
+MultiLabelRanker = DeferredFactory("multikernel.ranking", "MultiLabelRanker")
+OneVsRestRanker = DeferredFactory("multikernel.ranking", "OneVsRestRanker")
 
 __all__ = ["LabeledPart", "ESTIMATORS"]
 
@@ -143,8 +150,10 @@ def ssl_l2mkl(C: float = 100.0, method: str = "l2mkl", kernels: Any = "rbf_poly"
 
 
 def self_training_svc(C: float = 100.0, gamma: Any = "scale", threshold: float = 0.75, max_iter: int | None = 10
-                      ) -> SelfTrainingClassifier:
+                      ) -> Any:
     """scikit-learn's SelfTrainingClassifier around a Platt-scaled SVC."""
+    from sklearn.semi_supervised import SelfTrainingClassifier
+
     return SelfTrainingClassifier(SVC(C=C, gamma=gamma, probability=True, random_state=0), threshold=threshold,
                                   max_iter=max_iter)
 

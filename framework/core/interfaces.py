@@ -220,6 +220,15 @@ class SampleLoss(Component, abc.ABC):
         """
         return None
 
+    def feasible_scale(self, alpha: np.ndarray, y: np.ndarray) -> float | None:
+        """The largest ``s`` in ``(0, 1]`` with ``s alpha`` feasible for this loss (at its ``C``) and labels ``y``.
+
+        ``alpha`` is a solution of the same loss at another ``C``: an outer solver that keeps what it learnt
+        from it (the level method's cuts along a path of ``C``) rescales it by ``s``.  ``None`` (the default)
+        when no scale is feasible or the loss does not say: the solver then drops it.
+        """
+        return None
+
 
 # --------------------------------------------------------------------------------------------------
 # Regularizers: the domain and penalty of the kernel weights
@@ -346,6 +355,11 @@ class InnerProblem(abc.ABC):
         (see :meth:`SampleLoss.ray`); ``None`` (the default) keeps the plain certificate at ``alpha``."""
         return None
 
+    def feasible_scale(self, alpha: np.ndarray) -> float | None:
+        """The largest ``s`` in ``(0, 1]`` with ``s alpha`` feasible here, for ``alpha`` solved at another ``C``
+        (see :meth:`SampleLoss.feasible_scale`); ``None`` (the default) when there is none or it is unknown."""
+        return None
+
     @property
     @abc.abstractmethod
     def alpha_shape(self) -> tuple[int, ...]:
@@ -424,6 +438,13 @@ class LossBlocks(InnerProblem):
         return (float(sum(r[0] for r in rays)), float(sum(r[1] for r in rays)),  # type: ignore[index]
                 float(min(r[2] for r in rays)))  # type: ignore[index]
 
+    def feasible_scale(self, alpha: np.ndarray) -> float | None:
+        if self.targets.ndim == 1:
+            return self.loss.feasible_scale(alpha, self.targets)
+        # one scale for every block (the forms add up over the blocks): only when each is feasible as it is
+        scales = [self.loss.feasible_scale(a, y) for a, y in zip(alpha, self.targets, strict=True)]
+        return 1.0 if all(s == 1.0 for s in scales) else None
+
 
 @attrs.define(slots=False)
 class MKLProblem:
@@ -448,6 +469,11 @@ class MKLProblem:
     - ``one_pass``: whether an iteration reads a whole dense stack once (the products ``K_m v`` give the
       quadratic forms and the next solve's gradient, see :class:`multikernel.solve.outer.Evaluator`) where that
       applies; ``False`` combines, then forms the quadratic forms (two reads).
+
+    ``keep_cuts`` asks a cutting-plane solver to return its last active cuts with the result
+    (:attr:`MKLResult.cuts`), so that the next fit on the same stack and targets (a neighbouring ``C`` of a
+    path) starts its model from them, rescaled into its own feasible set; off by default, since a fitted
+    model need not hold them.
     """
 
     stack: KernelStack
@@ -463,6 +489,7 @@ class MKLProblem:
     inner: InnerProblem | None = None
     ray_search: str = attrs.field(default="infinite", validator=attrs.validators.in_(("infinite", "always", "never")))
     one_pass: bool = True
+    keep_cuts: bool = False
 
     def __attrs_post_init__(self) -> None:
         if self.inner is None:
@@ -486,6 +513,10 @@ class MKLProblem:
     def ray(self, alpha: np.ndarray) -> tuple[float, float, float] | None:
         """The inner problem's ray through ``alpha`` (:meth:`InnerProblem.ray`), or ``None``."""
         return self.inner.ray(alpha)  # type: ignore[union-attr]
+
+    def feasible_scale(self, alpha: np.ndarray) -> float | None:
+        """The inner problem's :meth:`InnerProblem.feasible_scale` of ``alpha``."""
+        return self.inner.feasible_scale(alpha)  # type: ignore[union-attr]
 
     def quad_forms(self, coef: np.ndarray, kernels: np.ndarray | None = None) -> np.ndarray:
         """``q_m = sum_t c_t' K_m c_t`` over the coefficient blocks (all kernels, or only ``kernels``)."""
@@ -516,6 +547,8 @@ class MKLResult:
     converged: bool
     history: list[dict[str, float]] = attrs.Factory(list)
     interrupted: bool = False
+    #: A cutting-plane solver's last active cuts, with ``MKLProblem(keep_cuts=True)`` (else ``None``).
+    cuts: Any = attrs.field(default=None, repr=False, eq=False)
 
 
 class Solver(Component, abc.ABC):

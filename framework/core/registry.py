@@ -60,17 +60,22 @@ class Registry:
 
     # -- registration -----------------------------------------------------------------------------
     def _load_entry_points(self) -> None:
+        # A distribution's name is parsed from its metadata file at every access: once per package, not per
+        # entry point (a third of the registry's first load with the built-ins' 21 entry points).
+        names: dict[int, str] = {}
         for ep in entry_points(group=hookspecs.PROJECT):
+            key = id(getattr(ep, "dist", None) or ep)
+            dist = names[key] if key in names else names.setdefault(key, _dist_name(ep))
             try:
                 plugin = ep.load()
             except Exception as exc:  # a broken third-party plugin must not hide which one it is
                 raise PluginError(
                     f"could not load the multikernel plugin {ep.name!r} ({ep.value}) from package "
-                    f"{_dist_name(ep)!r}: {exc}. Uninstall or fix that package."
+                    f"{dist!r}: {exc}. Uninstall or fix that package."
                 ) from exc
             if self._pm.is_registered(plugin):
                 continue
-            self._add(plugin, f"{_dist_name(ep)}:{ep.name}")
+            self._add(plugin, f"{dist}:{ep.name}")
         self._build()
 
     def register(self, plugin: ModuleType | object, name: str | None = None) -> None:

@@ -28,13 +28,14 @@ metric               ``fit(X, y)`` (``X_privileged=`` when the data set has a pr
 from __future__ import annotations
 
 import abc
+import importlib
 import inspect
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import attrs
 
-__all__ = ["TASK_KINDS", "TaskEstimator", "TaskKind", "task_kind"]
+__all__ = ["TASK_KINDS", "DeferredFactory", "TaskEstimator", "TaskKind", "task_kind"]
 
 
 class TaskKind(abc.ABC):
@@ -267,6 +268,44 @@ def _accepted(factory: Callable[..., Any]) -> tuple[list[str], bool]:
     return names, any(p.kind is p.VAR_KEYWORD for p in params)
 
 
+class DeferredFactory:
+    """An estimator class named by its module and attribute, imported when it is first called or inspected.
+
+    The registry imports every plugin module when it loads; a task estimator whose factory is deferred does
+    not import its package then (scikit-learn's ``cluster``, say, a tenth of a second), only when it is used.
+    Its default parameters are checked against the class at its first :meth:`TaskEstimator.create` (or
+    :meth:`TaskEstimator.parameters`), not at registration.
+
+    Parameters
+    ----------
+    module : str
+        The module to import, e.g. ``"sklearn.cluster"``.
+    name : str
+        The class (or function) in it, e.g. ``"KMeans"``.
+    """
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module = module
+        self.name = self.__name__ = self.__qualname__ = name
+        self._target: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The class (imported at the first call)."""
+        if self._target is None:
+            self._target = getattr(importlib.import_module(self.module), self.name)
+        return self._target
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:  # what inspect.signature reports: the class's own
+        return inspect.signature(self.resolve())
+
+    def __repr__(self) -> str:
+        return f"{self.module}.{self.name}"
+
+
 @attrs.frozen
 class TaskEstimator:
     """A named task estimator: a class (or factory) with default parameters, for one task kind.
@@ -318,7 +357,8 @@ class TaskEstimator:
         if not isinstance(self.params, dict):
             out.append(f"params must be a dict; got {self.params!r}")
             return out
-        accepted = self.parameters()
+        # a deferred factory is checked at its first create: inspecting it here would import it
+        accepted = None if isinstance(self.factory, DeferredFactory) else self.parameters()
         if accepted is not None:
             unknown = [k for k in self.params if k not in accepted]
             if unknown:
@@ -337,7 +377,9 @@ class TaskEstimator:
         """
         accepted = self.parameters()
         if accepted is not None:
-            unknown = [k for k in params if k not in accepted]
+            # a deferred factory's defaults were not checked at registration: they are checked with the call's
+            given = {**self.params, **params} if isinstance(self.factory, DeferredFactory) else params
+            unknown = [k for k in given if k not in accepted]
             if unknown:
                 raise TypeError(f"{unknown[0]!r} is not a parameter of the {self.task} estimator {self.name!r}; "
                                 f"its parameters: {', '.join(accepted) or '(none)'}")

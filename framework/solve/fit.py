@@ -382,20 +382,21 @@ def decision_values(cross: KernelStack, weights: np.ndarray, coef: np.ndarray, b
 
 
 def _solve_block(stack: KernelStack, y: np.ndarray, warm_start: MKLResult | None, parts: Parts,
-                 settings: SolveSettings, callback: Callable[[dict[str, Any]], None] | None) -> MKLResult:
+                 settings: SolveSettings, callback: Callable[[dict[str, Any]], None] | None,
+                 keep_cuts: bool = False) -> MKLResult:
     """One outer problem of :func:`fit_mkl` (module level: a process or Dask backend pickles it)."""
     p = parts.fresh()
     problem = MKLProblem(stack=stack, y=y, loss=p.loss, regularizer=p.regularizer, tol=settings.tol,
                          max_iter=settings.max_iter, inner_tol=settings.inner_tol, stopping=settings.stopping,
                          warm_start=warm_start, callback=callback, ray_search=settings.ray_search,
-                         one_pass=settings.one_pass)
+                         one_pass=settings.one_pass, keep_cuts=keep_cuts)
     return p.solver.solve(problem)
 
 
 def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveSettings | None = None, *,
             shared: bool = False, warm: FittedMKL | None = None, n_jobs: int | None = None,
             callback: Callable[[dict[str, Any]], None] | None = None,
-            params: Mapping[str, Any] | None = None) -> FittedMKL:
+            params: Mapping[str, Any] | None = None, keep_cuts: bool = False) -> FittedMKL:
     """Fit kernel weights and classifiers on a training stack.
 
     Parameters
@@ -421,6 +422,9 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
         Called with each outer iteration's history entry.
     params : mapping, optional
         Recorded in the result (the grid point of this fit).
+    keep_cuts : bool, default=False
+        Return a cutting-plane solver's last active cuts with each result, for the next fit of a path on this stack
+        (``MKLProblem(keep_cuts=True)``; they start its model when this fit is its ``warm``).
     """
     start = time.perf_counter()
     settings = settings or SolveSettings()
@@ -433,7 +437,7 @@ def fit_mkl(stack: KernelStack, targets: Targets, parts: Parts, settings: SolveS
     if warm is not None and warm.shared == shared and len(warm.results) == len(problems):
         starts = list(warm.results)
 
-    args = (parts, settings, callback)
+    args = (parts, settings, callback, keep_cuts)
     if len(problems) == 1 or n_jobs == 1:
         results = [_solve_block(stack, y, w, *args) for y, w in zip(problems, starts, strict=True)]
     else:

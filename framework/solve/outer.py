@@ -506,4 +506,8 @@ class OuterSolver(Solver):
                 it = nxt
         except KeyboardInterrupt:
             interrupted = True
-        return loop.result(converged, interrupted, reason, solver=self.name)
+        return self.finish(evaluate, loop.result(converged, interrupted, reason, solver=self.name))
+
+    def finish(self, evaluate: Evaluator, result: MKLResult) -> MKLResult:
+        """The result the solve returns; a solver may attach what its evaluator learnt (its cuts)."""
+        return result

@@ -109,6 +109,32 @@ class InnerQP:
                     float(np.min(lower[neg] / alpha[neg], initial=math.inf)))
         return a, b, max(s_max, 1.0)
 
+    def feasible_scale(self, alpha: np.ndarray) -> float | None:
+        """The largest ``s`` in ``(0, 1]`` with ``s alpha`` feasible, or ``None`` when there is none.
+
+        For a solution of the same problem at other bounds (another ``C``), whose equality constraints
+        are this problem's: ``1`` when ``alpha`` lies within the bounds; otherwise, when scaling keeps the
+        equalities (right-hand sides 0) and the zero vector is feasible, the scale that brings ``alpha``
+        back within the bounds it exceeds.  Equalities violated beyond rounding give ``None``.
+        """
+        alpha = np.asarray(alpha, dtype=np.float64)
+        size = float(np.abs(alpha).sum())
+        rounding = 1e-9 * max(size, np.finfo(np.float64).tiny)
+        if self.y_sum is not None and abs(float(np.asarray(self.y, dtype=np.float64) @ alpha) - self.y_sum) > rounding:
+            return None
+        if self.total is not None and abs(float(alpha.sum()) - self.total) > rounding:
+            return None
+        lower = np.broadcast_to(np.asarray(self.lower, dtype=np.float64), alpha.shape)
+        upper = np.broadcast_to(np.asarray(self.upper, dtype=np.float64), alpha.shape)
+        if np.all(alpha >= lower) and np.all(alpha <= upper):
+            return 1.0
+        if self.y_sum not in (None, 0.0) or self.total not in (None, 0.0) or np.any(lower > 0) or np.any(upper < 0):
+            return None
+        pos, neg = alpha > 0, alpha < 0
+        s = min(float(np.min(upper[pos] / alpha[pos], initial=math.inf)),
+                float(np.min(lower[neg] / alpha[neg], initial=math.inf)))
+        return s if 0.0 < s <= 1.0 else None
+
 
 def _box_maximum(r: np.ndarray, D: np.ndarray, lo: np.ndarray, up: np.ndarray, scale: float) -> np.ndarray:
     """``max over lo <= a <= up of (-r a - D a^2 / 2)`` per sample (``inf`` when unbounded above).
