@@ -97,13 +97,19 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
             stack, _ = self._fit_stack(X)
             K = stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels))  # the average, without copies
-            lists, yb = bag_labels(y, bags, len(K))
-            self.classes_ = np.unique(yb)
-            if len(self.classes_) != 2:
-                raise ValueError(f"MIL needs positive and negative bags; got bag labels "
-                                 f"{[shown(c) for c in self.classes_]}")
-            self._alternate(K, lists, np.where(yb == self.classes_[1], 1.0, -1.0), progress)
+            lists, yb = self._bag_targets(y, bags, len(K))
+            self._alternate(K, lists, yb, progress)
         return self
+
+    def _bag_targets(self, y: Any, bags: Any, n_instances: int) -> tuple[list[np.ndarray], np.ndarray]:
+        """The bags' instance lists and their labels as +1 / -1 (``classes_[1]`` positive), setting ``classes_``;
+        a library error unless there are positive and negative bags."""
+        lists, yb = bag_labels(y, bags, n_instances)
+        self.classes_ = np.unique(yb)
+        if len(self.classes_) != 2:
+            raise ValueError(f"MIL needs positive and negative bags; got bag labels "
+                             f"{[shown(c) for c in self.classes_]}")
+        return lists, np.where(yb == self.classes_[1], 1.0, -1.0)
 
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         raise NotImplementedError

@@ -22,11 +22,11 @@ from sklearn.utils.validation import validate_data
 
 from multikernel.core.interfaces import KernelBuilder
 from multikernel.core.registry import get_registry
-from multikernel.core.validation import Constraint, Options, Real, shown
+from multikernel.core.validation import Constraint, Options, Real
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.bag_qp import certified_solve, unit_kernel, units
 from multikernel.iokl.baselines import _MILBase
-from multikernel.iokl.estimators import _bag_lists, bag_labels
+from multikernel.iokl.estimators import _bag_lists
 from multikernel.solve.svm import svm_problem
 from multikernel.stack import KernelSet
 
@@ -266,11 +266,7 @@ class STK(_BagSVM):
             if y is None:
                 raise ValueError("STK requires y to be passed, but the target y is None")
             X = validate_data(self, X, dtype=np.float64)
-            lists, yb = bag_labels(y, bags, len(X))
-            self.classes_ = np.unique(yb)
-            if len(self.classes_) != 2:
-                raise ValueError(f"MIL needs positive and negative bags; got bag labels "
-                                 f"{[shown(c) for c in self.classes_]}")
+            lists, yb = self._bag_targets(y, bags, len(X))
             S = bag_statistics(X, lists)
             self.kernel_set_ = KernelSet(self._builders(S.shape[1]), normalize=self.normalize,
                                          dtype=self.kernel_dtype, backend=self.kernel_backend,
@@ -278,7 +274,7 @@ class STK(_BagSVM):
             stack = self.kernel_set_.fit_stack(S)
             self.kernel_names_ = self.kernel_set_.describe()
             Kb = np.asarray(stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels)), dtype=np.float64)
-            self._fit_bag_svm(Kb, np.where(yb == self.classes_[1], 1.0, -1.0), progress)
+            self._fit_bag_svm(Kb, yb, progress)
         return self
 
     def _bag_cross(self, X: Any, lists: list[np.ndarray]) -> np.ndarray:
