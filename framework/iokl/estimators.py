@@ -465,6 +465,12 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         Square hinge cost.
     portion : float, default=0
         The general MIL constraint's portion (instance level only).
+    bag_cost : {{"unit", "bag"}}, default="unit"
+        How ``C`` is spread over the training units.  ``"unit"``: every unit costs ``C`` (a positive bag's key at
+        the bag level, and each instance of a negative bag), so a bag of many instances outweighs a bag of few;
+        ``"bag"``: every bag costs ``C`` in all, shared equally by its units (``C / |B|`` per instance of a
+        negative bag, and at the instance level per instance of every bag), so that each bag counts once, as
+        in MI-SVM's one slack per negative bag.
     round_keys : bool, default=True
         Round the relaxation.  After the cutting plane, the bag level fixes each positive training bag's key
         instance at the instance where the relaxed classifier ``f`` is largest; the instance level labels
@@ -518,10 +524,11 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "level": [Options("bag", "instance")], "C": [Real(low=0)],
         "portion": [Real(low=0, high=1, closed="both")], "round_keys": [Boolean()],
+        "bag_cost": [Options("unit", "bag")],
     }
 
     def __init__(self, kernels: Any = None, level: str = "bag", C: float = 10.0,
-                 portion: float = 0.0, round_keys: bool = True, theta: float | None = None,
+                 portion: float = 0.0, round_keys: bool = True, bag_cost: str = "unit", theta: float | None = None,
                  solver: str = DEFAULT_SOLVER, tol: float = 1e-3, max_iter: int = 30, cp_tol: float = 1e-3,
                  enumerate_limit: int = 4096, n_starts: int = N_STARTS, warm_start: bool = False, offset: float = 0.1,
                  random_state: int | np.random.RandomState | None = 0, kernel_params: dict[str, Any] | None = None,
@@ -532,6 +539,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.C = C
         self.portion = portion
         self.round_keys = round_keys
+        self.bag_cost = bag_cost
         self.theta = theta
         self.solver = solver
         self.tol = tol
@@ -594,7 +602,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
             low = [max(1, math.ceil(float(self.portion) * len(b))) for b in pos]
             cset = LabelSet(n, fixed, pos, low, [len(b) for b in pos])
         start = cset.from_scores(sil)
-        C = np.full(cset.n_units, float(self.C))
+        C = self._unit_costs(lists, sb, n)
         result = self._run(inputs, cset, C, start)
         self.rounded_ = self.keys_ = None
         if self.round_keys:
@@ -616,6 +624,19 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
             f = self._training_scores(inputs)
             cause = "instance_rounded" if self.level == "instance" and self.round_keys else self.level
             warn_one_class(classes[np.array([f[b].max() > 0 for b in lists]).astype(int)], _ONE_CLASS_CAUSE[cause])
+
+    def _unit_costs(self, lists: list[np.ndarray], sb: np.ndarray, n: int) -> np.ndarray:
+        """The square hinge cost of each unit, in the candidate set's unit order (see ``bag_cost``)."""
+        C = float(self.C)
+        if self.level == "bag":  # units: one key per positive bag, then the negative bags' instances in bag order
+            neg = [np.full(len(b), C / len(b) if self.bag_cost == "bag" else C)
+                   for b, s in zip(lists, sb, strict=True) if s < 0]
+            return np.concatenate([np.full(int(np.sum(sb > 0)), C)] + neg)
+        costs = np.full(n, C)  # units: the instances
+        if self.bag_cost == "bag":
+            for b in lists:
+                costs[b] = C / len(b)
+        return costs
 
     def decision_function_instances(self, X: Any) -> np.ndarray:
         """Instance scores ``f(x)``."""
