@@ -107,8 +107,7 @@ class LabeledPart(ClassifierMixin, MultikernelEstimator):
         self
         """
         with self._fit_context():
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             X, y = validate_data(self, X, y, dtype=None, ensure_all_finite=False)
             y = check_class_labels(y)
             rows = np.flatnonzero(y != -1)

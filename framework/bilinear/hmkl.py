@@ -281,8 +281,7 @@ class HMKLClassifier(OneVsRestPredictMixin, KernelInputMixin, ClassifierMixin, M
         self
         """
         with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__} iterations") as progress:
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             stack, y = self._fit_stack(X, y)
             self.classes_, codes = encode_class_labels(y, stack.n_rows, type(self).__name__)
             kernels = [np.asarray(stack.kernel(m), dtype=np.float64) for m in range(stack.n_kernels)]

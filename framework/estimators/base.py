@@ -142,6 +142,12 @@ class MultikernelEstimator(BaseEstimator):
             progress.close(status)
         self.fit_time_ = time.perf_counter() - start
 
+    def _require_y(self, y: Any) -> None:
+        """scikit-learn's error for a supervised ``fit`` called without a target (``check_estimator`` asks for
+        this message)."""
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+
     # ------------------------------------------------------------------------------------------
     # fitted state
     # ------------------------------------------------------------------------------------------

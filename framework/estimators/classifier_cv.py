@@ -290,8 +290,7 @@ kernel_names_, results_
         self
         """
         with self._fit_context(desc=f"{type(self).__name__}: {self.method} fold fits") as progress:
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             Cs, rpoints, points = self._points()
             if self._precomputed:
                 stack, y = self._fit_stack(X, y)

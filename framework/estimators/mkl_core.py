@@ -141,8 +141,7 @@ class MKLEstimator(KernelInputMixin, MultikernelEstimator):
                 as progress:
             parts = self._parts()
             warm = self._warm_fit()
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             stack, y = self._fit_stack(X, y, first_weights=None if warm is not None else parts.regularizer.initial)
             if len(y) != stack.n_rows:
                 raise ValueError(f"X has {stack.n_rows} samples but y has {len(y)} labels")

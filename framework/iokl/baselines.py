@@ -93,8 +93,7 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         self
         """
         with self._fit_context(total=self.max_iter, desc=f"{type(self).__name__}: SVM fits") as progress:
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             stack, _ = self._fit_stack(X)
             K = stack.combine(np.full(stack.n_kernels, 1.0 / stack.n_kernels))  # the average, without copies
             lists, yb = self._bag_targets(y, bags, len(K))

@@ -321,8 +321,7 @@ class IOKLSemiSupervisedClassifier(ClassifierMixin, _IOKLBase):
         self
         """
         with self._cutting_plane_context():
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             inputs = self._inputs(X)
             y = check_class_labels(column_or_1d(y, warn=True))  # a column vector warns, as scikit-learn's
             n = inputs.n_rows
@@ -576,8 +575,7 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self
         """
         with self._cutting_plane_context():
-            if y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(y)
             inputs = self._inputs(X)
             self._fit_bags(inputs, y, bags)
         return self

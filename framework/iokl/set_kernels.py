@@ -263,8 +263,7 @@ class STK(_BagSVM):
         self
         """
         with self._fit_context(total=1, desc="STK: SVM fit") as progress:
-            if y is None:
-                raise ValueError("STK requires y to be passed, but the target y is None")
+            self._require_y(y)
             X = validate_data(self, X, dtype=np.float64)
             lists, yb = self._bag_targets(y, bags, len(X))
             S = bag_statistics(X, lists)

@@ -543,8 +543,7 @@ class _SupervisedForm(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
         return self
 
     def _fit_supervised_in(self, progress, X, y, X_privileged, bounds):
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        self._require_y(y)
         X, y = validate_data(self, X, y, dtype=np.float64, ensure_min_samples=2)
         y = check_class_labels(y)
         Z = None

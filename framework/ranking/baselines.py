@@ -130,8 +130,7 @@ class OneVsRestRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator):
         self
         """
         with self._fit_context(desc=f"{type(self).__name__}: labels") as progress:
-            if Y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(Y)
             stack, _ = self._fit_stack(X)
             Y = check_label_matrix(Y, stack.n_rows)
             progress.total = Y.shape[1]
@@ -299,8 +298,7 @@ class MLkNN(RankerMixin, ClassifierMixin, MultikernelEstimator):
         self
         """
         with self._fit_context():
-            if Y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(Y)
             X = validate_data(self, X, dtype=np.float64)
             Y = check_label_matrix(Y, len(X))
             if self.k >= len(X):

@@ -344,8 +344,7 @@ class MultiLabelRanker(KernelRankerMixin, ClassifierMixin, MultikernelEstimator)
         self
         """
         with self._fit_context(total=None, desc=f"{type(self).__name__}: {self.method}") as progress:
-            if Y is None:
-                raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+            self._require_y(Y)
             stack, _ = self._fit_stack(X)
             Ysign = signed_labels(check_label_matrix(Y, stack.n_rows))
             pairless = pairless_samples(Ysign)
