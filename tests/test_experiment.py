@@ -467,3 +467,23 @@ def test_paper_configs_validate_from_any_directory(name, tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     assert main(["validate", str(folder / name)]) == 0, capsys.readouterr().err
     assert f"output {folder / config['experiment']['output']}" in capsys.readouterr().out
+
+
+def test_results_json_names_no_path_of_the_machine(tmp_path):
+    rng = np.random.default_rng(0)
+    csv = tmp_path / "data" / "two.csv"
+    csv.parent.mkdir()
+    X = rng.normal(size=(40, 2))
+    csv.write_text("a,b,label\n" + "".join(f"{a:.6f},{b:.6f},{int(a + b > 0)}\n" for a, b in X))
+    cfg = _config(tmp_path, datasets=[{"name": "two", "source": str(csv)},
+                                      {"name": "ring", "source": "ringnorm",
+                                       "params": {"n_samples": 48, "n_features": 2}}])
+    cfg["experiment"]["repeats"] = 1
+    summary = run_experiment(cfg, progress=False)
+    text = (tmp_path / "out" / "results.json").read_text()
+    assert str(tmp_path) not in text
+    saved = json.loads(text)
+    sources = [ds["source"] for ds in saved["config"]["datasets"]]
+    assert sources == [str(Path("..") / "data" / "two.csv"), "ringnorm"]  # relative to the results' folder
+    assert saved["config"]["experiment"]["output"] == "."
+    assert Path(summary["config"]["experiment"]["output"]) == tmp_path / "out"  # the caller's summary keeps it

@@ -369,6 +369,26 @@ def _data_info(X: np.ndarray, y: np.ndarray, groups: np.ndarray | None = None) -
     return info
 
 
+def _portable_paths(summary: dict[str, Any], output: str) -> dict[str, Any]:
+    """A copy of ``summary`` whose data files and output folder are named relative to the results' folder
+    ``output``, so that a committed ``results.json`` names no path of the machine it ran on (generator names
+    such as ``"g241c"`` stay as they are)."""
+    out = Path(output)
+    sources = {ds["source"] for ds in summary["config"].get("datasets") or []
+               if isinstance(ds.get("source"), str) and Path(ds["source"]).is_absolute()}
+    renamed = {src: os.path.relpath(src, out) for src in sources}
+    renamed[summary["config"].get("experiment", {}).get("output")] = "."
+
+    def portable(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: portable(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [portable(v) for v in value]
+        return renamed.get(value, value) if isinstance(value, str) else value
+
+    return portable(summary)
+
+
 def summarize(config: ExperimentConfig, data: dict[str, Any], records: list[dict[str, Any]], planned: int
               ) -> dict[str, Any]:
     """The summary of the finished ``records`` of ``config`` (tables, every number, environment)."""
@@ -409,7 +429,7 @@ def _write_outputs(summary: dict[str, Any], outdir: Path, json_path: str | Path 
     figures, note = make_figures(summary, outdir / "figures")
     summary["figures"], summary["figures_note"] = figures, note
     (outdir / "results.md").write_text(markdown_report(summary), encoding="utf-8")
-    text = json.dumps(_jsonable(summary), indent=1)
+    text = json.dumps(_jsonable(_portable_paths(summary, str(outdir))), indent=1)
     (outdir / "results.json").write_text(text + "\n", encoding="utf-8")
     if json_path is not None:
         if str(json_path) == "-":
