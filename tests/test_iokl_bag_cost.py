@@ -63,7 +63,7 @@ def test_each_bag_costs_C_in_all(level):
     else:
         for b in lists:
             assert costs[b].sum() == pytest.approx(3.0)
-    unit = IOKLMultipleInstanceClassifier(level=level, C=3.0)._unit_costs(lists, sb, len(bags))
+    unit = IOKLMultipleInstanceClassifier(level=level, bag_cost="unit", C=3.0)._unit_costs(lists, sb, len(bags))
     np.testing.assert_allclose(unit, 3.0)
     est.fit(X, y, bags)  # and a fit runs with them
     assert est.predict(X, bags).shape == (5,)

@@ -54,7 +54,10 @@ def test_rounded_keys_are_the_relaxed_classifiers_best_instances_and_the_solve_i
     np.testing.assert_array_equal(rounded.index[0, 0, :len(positive)], clf.keys_)
     assert np.all(rounded.index[0] == rounded.index[0, 0])
     assert rounded.mkl.dual_gap <= 1e-5
-    C = np.full(rounded.index.shape[2], 10.0)
+    # each bag costs C = 10 in all (bag_cost="bag"): a negative bag's instances share it
+    units = rounded.index[0, 0]
+    sizes = np.bincount(bags)[bags]
+    C = np.r_[np.full(len(positive), 10.0), 10.0 / sizes[units[len(positive):]]]
     ref = _one_group_reference(Ks, rounded.index[0, 0], rounded.sign[0, 0], C, offset)
     assert rounded.mkl.objective == pytest.approx(ref, rel=1e-4)
     assert clf.objective_ == rounded.mkl.objective
