@@ -179,7 +179,7 @@ def test_bag_level_fit_with_the_reused_rounding_equals_a_fresh_rounding_solve(th
     kernels = [create("kernel", "rbf"), create("kernel", "inverse_distance")]
     tol = 1e-5
     clf = IOKLMultipleInstanceClassifier(kernels=kernels, C=10.0, theta=theta, max_iter=8, offset=1.0,
-                                         tol=tol).fit(X, labels, bags)
+                                         tol=tol, bag_cost="unit").fit(X, labels, bags)  # every unit at C = 10
     inputs = clf.kernel_set_.fit_stack(X)
     rounded = clf.rounded_
     fresh = solve_candidates(inputs, rounded.index, rounded.sign, np.full(rounded.index.shape[2], 10.0),
