@@ -176,12 +176,12 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         if len(self.dual_coef_) != len(self.support_rows_):
             raise ValueError(f"{len(self.dual_coef_)} dual coefficients for {len(self.support_rows_)} SVM rows")
 
-    def _capped(self, what: str, changed: int, of: int) -> None:
-        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, by how much, and
-        how to go on."""
-        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing "
-                      f"({changed} of {of} changed at the last SVM fit); the last SVM is kept. Increase max_iter",
-                      ConvergenceWarning, stacklevel=4)
+    def _capped(self, what: str, changed: int | None = None, of: int | None = None) -> None:
+        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, by how much (when
+        counted), and how to go on."""
+        count = "" if changed is None else f" ({changed} of {of} changed at the last SVM fit)"
+        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing"
+                      f"{count}; the last SVM is kept. Increase max_iter", ConvergenceWarning, stacklevel=4)
 
 
 class _SVMBaseline(_MILBase):
