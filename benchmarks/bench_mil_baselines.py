@@ -11,11 +11,15 @@ bag accuracy (ties: the smaller C), then a refit at that C; the times include th
 method: mean bag accuracy of each, seconds per fold, and the ratio of misvm's time to ours.  misvm needs cvxopt
 and, on numpy 2, a one-line fix (``float`` of a 1 x 1 matrix in ``SVM._compute_separator``); when it cannot be
 imported the script runs ours alone.  ``--max-iter`` caps both alternations (misvm's ``max_iters``).
+``--intercept RULE ...`` runs ours with each bias rule (``optimal``, the SVM's optimum, the default; ``support_mean``,
+misvm's mean over all support vectors), one row each against the same misvm run; ``--per-fold`` also prints each
+fold's accuracy (for paired comparisons over ``--seed``).
 ``--instance-level P1 P2 ...`` also runs the library's instance-level IOKL MIL (MIL-CPB, no peer) at its defaults
 with these portions, on the same folds (about two minutes per fit on musk1).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --data ../shared/data/mil --datasets musk1 elephant
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --inner-cv 0.1 1 10 100
+    OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --C 10 --intercept optimal support_mean
     OMP_NUM_THREADS=1 python benchmarks/bench_mil_baselines.py --datasets musk1 --instance-level 0 0.5
 """
 
@@ -38,8 +42,8 @@ from multikernel.iokl import IOKLMultipleInstanceClassifier  # noqa: E402
 from multikernel.iokl.baselines import MISVM, miSVM  # noqa: E402
 
 
-def fit_ours(cls: type, C: float, max_iter: int, X: np.ndarray, ids: np.ndarray, y: np.ndarray):
-    return cls(kernels=[create("kernel", "rbf")], C=C, max_iter=max_iter).fit(X, y, ids)
+def fit_ours(cls: type, C: float, max_iter: int, intercept: str, X: np.ndarray, ids: np.ndarray, y: np.ndarray):
+    return cls(kernels=[create("kernel", "rbf")], C=C, max_iter=max_iter, intercept=intercept).fit(X, y, ids)
 
 
 def fit_peer(name: str, C: float, max_iter: int, gamma: float, scale_C: bool, X: np.ndarray, ids: np.ndarray,
@@ -87,14 +91,18 @@ def main() -> None:
     parser.add_argument("--max-iter", type=int, default=50, help="the alternations' cap (misvm's max_iters)")
     parser.add_argument("--instance-level", nargs="+", type=float, metavar="PORTION", default=[],
                         help="also run instance-level IOKL MIL (MIL-CPB) at its defaults with these portions")
+    parser.add_argument("--intercept", nargs="+", choices=["optimal", "support_mean"], default=["optimal"],
+                        help="the bias rules of ours, a row each")
+    parser.add_argument("--per-fold", action="store_true", help="also print each fold's accuracy")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     if misvm is None:
         print("misvm is not importable: the library's baselines only")
-    print("| data set | method | ours % | misvm % | ours s/fold | misvm s/fold | misvm / ours time |")
-    print("|---|---|---|---|---|---|---|")
+    print("| data set | method | intercept | ours % | misvm % | ours s/fold | misvm s/fold | misvm / ours time |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in args.datasets:
-        rows = {m: {"ours": [], "peer": [], "t_ours": 0.0, "t_peer": 0.0, "C_ours": [], "C_peer": []}
+        rows = {m: {"ours": {r: [] for r in args.intercept}, "t_ours": dict.fromkeys(args.intercept, 0.0),
+                    "C_ours": {r: [] for r in args.intercept}, "peer": [], "t_peer": 0.0, "C_peer": []}
                 for m in ("MI-SVM", "mi-SVM")}
         cpb = {portion: [] for portion in args.instance_level}
         for Xtr, itr, ytr, Xte, ite, yte in mil_folds(Path(args.data) / f"{name}.csv", args.seed):
@@ -111,17 +119,18 @@ def main() -> None:
                 r = rows[method]
                 scale = 1.0 / samples[method] if args.scale_C else 1.0
 
-                def ours_fit(C, X, ids, y, cls=ours_cls, scale=scale):
-                    return fit_ours(cls, C * scale, args.max_iter, X, ids, y)
+                for rule in args.intercept:
+                    def ours_fit(C, X, ids, y, cls=ours_cls, scale=scale, rule=rule):
+                        return fit_ours(cls, C * scale, args.max_iter, rule, X, ids, y)
 
-                t0 = time.perf_counter()
-                C = args.C if args.inner_cv is None else choose_C(ours_fit, predict_ours, args.inner_cv, Xtr, itr,
-                                                                  ytr, args.seed)
-                ours = ours_fit(C, Xtr, itr, ytr)
-                pred = predict_ours(ours, Xte, ite)
-                r["t_ours"] += time.perf_counter() - t0
-                r["ours"].append(np.mean(pred == yte))
-                r["C_ours"].append(C)
+                    t0 = time.perf_counter()
+                    C = args.C if args.inner_cv is None else choose_C(ours_fit, predict_ours, args.inner_cv, Xtr,
+                                                                      itr, ytr, args.seed)
+                    ours = ours_fit(C, Xtr, itr, ytr)
+                    pred = predict_ours(ours, Xte, ite)
+                    r["t_ours"][rule] += time.perf_counter() - t0
+                    r["ours"][rule].append(np.mean(pred == yte))
+                    r["C_ours"][rule].append(C)
                 if misvm is None:
                     continue
                 gamma = ours.kernel_set_.builders[0].gamma_
@@ -138,14 +147,19 @@ def main() -> None:
                 r["peer"].append(np.mean(pred == yte))
                 r["C_peer"].append(C)
         for method, r in rows.items():
-            n = len(r["ours"])
-            peer = f"{100 * np.mean(r['peer']):.1f}" if r["peer"] else "n/a"
-            t_peer = f"{r['t_peer'] / n:.2f}" if r["peer"] else "n/a"
-            ratio = f"{r['t_peer'] / r['t_ours']:.2f}" if r["peer"] else "n/a"
-            print(f"| {name} | {method} | {100 * np.mean(r['ours']):.1f} | {peer} | {r['t_ours'] / n:.2f} | {t_peer} | "
-                  f"{ratio} |", flush=True)
-            if args.inner_cv is not None:
-                print(f"  C chosen per fold, ours {r['C_ours']}, misvm {r['C_peer']}", flush=True)
+            for rule in args.intercept:
+                acc, n = r["ours"][rule], len(r["ours"][rule])
+                peer = f"{100 * np.mean(r['peer']):.1f}" if r["peer"] else "n/a"
+                t_peer = f"{r['t_peer'] / n:.2f}" if r["peer"] else "n/a"
+                ratio = f"{r['t_peer'] / r['t_ours'][rule]:.2f}" if r["peer"] else "n/a"
+                print(f"| {name} | {method} | {rule} | {100 * np.mean(acc):.1f} | {peer} | "
+                      f"{r['t_ours'][rule] / n:.2f} | {t_peer} | {ratio} |", flush=True)
+                if args.inner_cv is not None:
+                    print(f"  C chosen per fold, ours ({rule}) {r['C_ours'][rule]}, misvm {r['C_peer']}", flush=True)
+                if args.per_fold:
+                    print(f"  per fold %, ours ({rule}) {[round(100 * float(a), 1) for a in acc]}", flush=True)
+            if args.per_fold and r["peer"]:
+                print(f"  per fold %, misvm {[round(100 * float(a), 1) for a in r['peer']]}", flush=True)
         for portion, acc in cpb.items():
             print(f"| {name} | MIL-CPB, portion {portion:g} | {100 * np.mean(acc):.1f} | n/a | | | |  per fold "
                   f"{[round(100 * a) for a in acc]}", flush=True)

@@ -21,14 +21,28 @@ from sklearn.svm import SVC
 
 from multikernel._ext._group_smo import solve_group_svm
 from multikernel.core.interfaces import KernelBuilder
-from multikernel.core.validation import Constraint, Integer, NoneValue, Real, shown
+from multikernel.core.validation import Constraint, Integer, NoneValue, Options, Real, shown
 from multikernel.estimators.base import MultikernelEstimator
 from multikernel.estimators.kernel_input import KernelInputMixin, KernelsParam
 from multikernel.estimators.progress import FitProgress
 from multikernel.iokl.estimators import _bag_lists, bag_labels, default_kernels, mil_score
 from multikernel.solve.smo import default_max_iter
 
-__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "bag_slack_svm", "miSVM"]
+__all__ = ["MISVM", "MIKernelSVM", "SILSVM", "bag_slack_svm", "miSVM", "support_mean_intercept"]
+
+
+# A witness gives way only to an instance of its bag that scores this much higher: the shared-slack SVM's KKT
+# tolerance (bag_slack_svm's tol), below which its scores are not resolved.  Closer scores are ties, as when the
+# optimal w is 0, and the alternation would otherwise follow the solver's rounding round a cycle.
+_WITNESS_MARGIN = 1e-3
+
+
+def _witnesses(f: np.ndarray, pos: list[np.ndarray], current: np.ndarray | None = None) -> np.ndarray:
+    """Each positive bag's highest-scoring instance; with ``current``, it stays unless beaten by the margin."""
+    best = np.array([b[np.argmax(f[b])] for b in pos])
+    if current is None:
+        return best
+    return np.where(f[best] > f[current] + _WITNESS_MARGIN, best, current)
 
 
 def _kept() -> None:
@@ -56,8 +70,10 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
 
     _parameter_constraints: ClassVar[dict[str, list[Constraint]]] = {
         "kernels": [KernelsParam(), NoneValue()], "C": [Real(low=0)], "max_iter": [Integer(low=1)],
-        "verbose": [Integer(low=0)],
+        "intercept": [Options("optimal", "support_mean")], "verbose": [Integer(low=0)],
     }
+
+    intercept = "optimal"  # the SVM's bias rule: a parameter of the SVM baselines (_SVMBaseline), not of the others
 
     def __init__(self, kernels: Any = None, C: float = 10.0, max_iter: int = 50, verbose: int = 0,
                  kernel_params: dict[str, Any] | None = None, normalize: str = "none", standardize: bool = False,
@@ -145,7 +161,11 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         coef = np.zeros(len(K))
         coef[svm.support_] = svm.dual_coef_[0]
         # scikit-learn orders the classes: the decision is positive for its classes_[1], here +1
-        self.dual_coef_, self.intercept_ = coef, float(svm.intercept_[0])
+        self.dual_coef_, self.intercept_ = coef, self._bias(K, labels, coef, float(svm.intercept_[0]))
+
+    def _bias(self, K: np.ndarray, labels: np.ndarray, coef: np.ndarray, optimal: float) -> float:
+        """The SVM's bias under ``intercept`` (``optimal``: the solver's)."""
+        return optimal if self.intercept == "optimal" else support_mean_intercept(K, labels, coef)
 
     def _fit_rows(self, K: np.ndarray, rows: np.ndarray, labels: np.ndarray) -> None:
         self.support_rows_ = rows
@@ -155,13 +175,51 @@ class _MILBase(KernelInputMixin, ClassifierMixin, MultikernelEstimator):
         if len(self.dual_coef_) != len(self.support_rows_):
             raise ValueError(f"{len(self.dual_coef_)} dual coefficients for {len(self.support_rows_)} SVM rows")
 
-    def _capped(self, what: str) -> None:
-        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, and how to go on."""
-        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing; "
-                      f"the last SVM is kept. Increase max_iter", ConvergenceWarning, stacklevel=4)
+    def _capped(self, what: str, changed: int | None = None, of: int | None = None) -> None:
+        """The alternation's own criterion did not hold within ``max_iter`` refits: say which, by how much (when
+        counted), and how to go on."""
+        count = "" if changed is None else f" ({changed} of {of} changed at the last SVM fit)"
+        warnings.warn(f"{type(self).__name__} stopped at max_iter={self.max_iter} with the {what} still changing"
+                      f"{count}; the last SVM is kept. Increase max_iter", ConvergenceWarning, stacklevel=4)
 
 
-class SILSVM(_MILBase):
+class _SVMBaseline(_MILBase):
+    """The baselines that fit one SVM per step (SIL-SVM, mi-SVM, MI-SVM, the MI-kernel SVM): those of
+    :class:`_MILBase`, and the rule of the SVM's bias.
+
+    Parameters
+    ----------
+    kernels, C, max_iter, verbose, kernel_params, normalize, standardize, kernel_dtype, kernel_backend, memory_budget
+        As in :class:`_MILBase`.
+    intercept : {"optimal", "support_mean"}, default="optimal"
+        How every SVM of the fit sets its bias ``b`` (in ``f = g + b``, ``g(x) = sum_j alpha_j y_j k(x_j, x)``),
+        inside the alternation as well as at the end: mi-SVM relabels by ``sign(f)``, so the rule shapes its
+        instance labels; MI-SVM's witnesses, a bag's highest ``f``, do not depend on it.
+
+        - ``"optimal"``: the ``b`` of the SVM's optimum (the Karush-Kuhn-Tucker value: ``y_i - g(x_i)`` on the
+          free support vectors, those strictly inside their box; libsvm's rule).
+        - ``"support_mean"``: the mean of ``y_i - g(x_i)`` over all support vectors, margin violators (their box
+          or their bag's shared cap reached) included: the rule of the misvm package (Doran and Ray), see
+          :func:`support_mean_intercept`.  A violator with slack ``xi_i`` contributes ``b + y_i xi_i``, so this
+          is the optimal ``b`` plus the support vectors' mean signed slack: it enlarges the region of the class
+          whose support vectors violate the margin more.  At a small ``C`` most support vectors are violators;
+          the optimum's ``b`` then rests on a few free vectors and leans to the class of larger total dual
+          weight, in MIL the negative bags' many instances against one witness (MI-SVM) or a few positive
+          instances (mi-SVM) per positive bag, and the shift gives part of that back to the positive class.  It
+          is not an optimum of the SVM's objective; its effect shrinks as ``C`` grows and fewer vectors violate.
+    """
+
+    def __init__(self, kernels: Any = None, C: float = 10.0, max_iter: int = 50, verbose: int = 0,
+                 kernel_params: dict[str, Any] | None = None, normalize: str = "none", standardize: bool = False,
+                 kernel_dtype: str = "float64", kernel_backend: str = "dense",
+                 memory_budget: int | str | None = None, intercept: str = "optimal") -> None:
+        super().__init__(kernels=kernels, C=C, max_iter=max_iter, verbose=verbose, kernel_params=kernel_params,
+                         normalize=normalize, standardize=standardize, kernel_dtype=kernel_dtype,
+                         kernel_backend=kernel_backend, memory_budget=memory_budget)
+        self.intercept = intercept
+
+
+class SILSVM(_SVMBaseline):
     """Single-instance learning: every instance takes its bag's label; one SVM."""
 
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
@@ -172,10 +230,13 @@ class SILSVM(_MILBase):
         progress.update()
 
 
-class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
+class miSVM(_SVMBaseline):  # noqa: N801 (the name of Andrews et al.)
     """mi-SVM (Andrews et al. 2003): latent instance labels in positive bags, relabelled by ``sign(f)`` with at
     least one positive per positive bag, until the labels stop changing (a ``ConvergenceWarning`` when they
-    still change after ``max_iter`` SVM fits).  Every instance of a positive bag starts positive."""
+    still change after ``max_iter`` SVM fits).  Every instance of a positive bag starts positive.  A bag with no
+    positive score keeps its best instance positive; a score within 1e-3 of 0 (the SVM's tolerance) keeps its label,
+    and on a tie within 1e-3 for the best the one that was positive stays, so the relabelling does not follow the
+    solver's rounding round a cycle (``intercept`` acts here: it decides ``sign(f)``)."""
 
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
         labels = np.empty(len(K))
@@ -191,16 +252,24 @@ class miSVM(_MILBase):  # noqa: N801 (the name of Andrews et al.)
             f = self._decide(K)
             new = labels.copy()
             for b in pos:
-                new[b] = np.where(f[b] > 0, 1.0, -1.0)
-                new[b[np.argmax(f[b])]] = 1.0
-            if np.array_equal(new, labels):
+                # sign(f), but a score within the margin of 0 is not resolved: its label stays
+                new[b] = np.where(np.abs(f[b]) > _WITNESS_MARGIN, np.sign(f[b]), labels[b])
+                # the bag's one positive when none scores above 0: its best instance, or the one it had when that
+                # scores as high up to the margin (a tie, as when the optimal w is 0)
+                best = b[np.argmax(f[b])]
+                held = b[labels[b] > 0]
+                if len(held) and f[held].max() >= f[best] - _WITNESS_MARGIN:
+                    best = held[np.argmax(f[held])]
+                new[best] = 1.0
+            changed = int(np.count_nonzero(new != labels))
+            if changed == 0:
                 break
             labels = new
         else:
-            self._capped("instance labels")
+            self._capped("instance labels", changed, sum(len(b) for b in pos))
 
 
-class MISVM(_MILBase):
+class MISVM(_SVMBaseline):
     """MI-SVM (Andrews et al. 2003): each positive bag is represented by its highest-scoring instance (the
     witness), each negative bag by all its instances under one slack; alternate until the witnesses stop
     changing (a ``ConvergenceWarning`` when they still change after ``max_iter`` SVM fits).
@@ -209,13 +278,18 @@ class MISVM(_MILBase):
     one slack per bag, so a negative bag's instances share theirs (in the dual, the bag's variables sum to at
     most ``C``) and a bag weighs the same whatever its size.  Per-instance slacks would give a negative bag of
     ``|B|`` instances ``|B|`` times the weight of a positive one.  Given the witnesses this SVM is convex and
-    its bias the exact optimum (the Karush-Kuhn-Tucker value); no alternation step raises the paper's
-    objective (the SVM minimises it for the witnesses, and new witnesses, the positive bags' best instances,
-    only lower their slacks), so the alternation stops up to ties among the finitely many witness choices.
+    its bias (``intercept="optimal"``) the exact optimum (the Karush-Kuhn-Tucker value); no alternation step
+    raises the paper's objective (the SVM minimises it for the witnesses, and new witnesses, the positive bags'
+    best instances, only lower their slacks), so the alternation stops up to ties among the finitely many
+    witness choices; a witness changes only for an instance that scores more than 1e-3 (the SVM's tolerance)
+    higher, so ties do not cycle.  The witnesses do not depend on the bias, so ``intercept`` changes only the
+    final ``b``.
 
-    The first SVM represents each positive bag by its mean in the kernel's feature space (the start of
-    Andrews et al. and of the misvm package; its kernel entries are averages of the bag's kernel rows), so the
-    first witnesses are chosen by a classifier that has seen every instance of the positive bags.
+    The first SVM represents each positive bag by its mean in the kernel's feature space (its kernel entries
+    are averages of the bag's kernel rows), so the first witnesses are chosen by a classifier that has seen
+    every instance of the positive bags.  Andrews et al. start from the bags' centroids; the misvm package
+    takes them in the input space (the kernel of the mean instance), which for a non-linear kernel is another
+    start and may end at other witnesses.
     """
 
     def _alternate(self, K: np.ndarray, lists: list[np.ndarray], yb: np.ndarray, progress: FitProgress) -> None:
@@ -235,7 +309,7 @@ class MISVM(_MILBase):
         units = np.block([[means, M[:, neg]], [M[:, neg].T, K[np.ix_(neg, neg)]]])
         coef, bias = self._bag_slack_svm(units, labels, slack)
         f = np.hstack([M.T, K[:, neg]]) @ coef + bias
-        witness = np.array([b[np.argmax(f[b])] for b in pos])
+        witness = _witnesses(f, pos)
         self.n_iter_ = 1
         for _ in range(self.max_iter - 1):
             rows = np.r_[witness, neg]
@@ -243,14 +317,16 @@ class MISVM(_MILBase):
             self.n_iter_ += 1
             progress.update(keep=_kept)  # Ctrl-C: the last SVM is the model
             f = self._decide(K[:, rows])
-            new = np.array([b[np.argmax(f[b])] for b in pos])
-            if np.array_equal(new, witness):
+            new = _witnesses(f, pos, witness)
+            changed = int(np.count_nonzero(new != witness))
+            if changed == 0:
                 break
             witness = new
         else:
             if self.max_iter == 1:  # the means' SVM only: the classifier is the SVM of its witnesses
                 self._fit_witnesses(K, np.r_[witness, neg], labels, slack)
-            self._capped("witnesses")
+                changed = len(pos)  # every witness was chosen by the means' SVM, none confirmed by a refit
+            self._capped("witnesses", changed, len(pos))
 
     def _fit_witnesses(self, K: np.ndarray, rows: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> None:
         """The model: the shared-slack SVM on the training ``rows`` (set together, so Ctrl-C keeps a whole one)."""
@@ -258,8 +334,38 @@ class MISVM(_MILBase):
         self.support_rows_, self.dual_coef_, self.intercept_ = rows, coef, bias
 
     def _bag_slack_svm(self, K: np.ndarray, labels: np.ndarray, slack: np.ndarray) -> tuple[np.ndarray, float]:
-        """The C-SVC whose samples share slacks (``slack``: the slack of each sample): ``(alpha * labels, b)``."""
-        return bag_slack_svm(K, labels, slack, float(self.C), name=type(self).__name__)
+        """The C-SVC whose samples share slacks (``slack``: the slack of each sample): ``(alpha * labels, b)``,
+        ``b`` under ``intercept``."""
+        coef, b = bag_slack_svm(K, labels, slack, float(self.C), name=type(self).__name__)
+        return coef, self._bias(K, labels, coef, b)
+
+
+def support_mean_intercept(K: np.ndarray, labels: np.ndarray, coef: np.ndarray) -> float:
+    """misvm's bias of a fitted SVM: the mean of ``y_i - g(x_i)`` over its support vectors, bounded ones included.
+
+    ``g(x) = sum_j coef_j k(x_j, x)`` is the SVM's decision without bias.  For a free support vector
+    ``y_i - g(x_i)`` is the optimal ``b``; for one with slack ``xi_i`` it is ``b + y_i xi_i``, so the mean is the
+    optimal ``b`` shifted by the support vectors' mean signed slack (``SVM._compute_separator`` of the misvm
+    package, Doran and Ray).
+
+    Parameters
+    ----------
+    K : ndarray of shape (n, n)
+        The kernel of the SVM's samples.
+    labels : ndarray of shape (n,)
+        Their labels in {-1, +1}.
+    coef : ndarray of shape (n,)
+        ``alpha_i y_i``; the support vectors are its non-zero entries.
+
+    Returns
+    -------
+    b : float
+        ``0`` when there is no support vector (misvm's value then).
+    """
+    sv = np.flatnonzero(coef)
+    if len(sv) == 0:
+        return 0.0
+    return float(np.mean(labels[sv] - K[np.ix_(sv, sv)] @ coef[sv]))
 
 
 def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float, tol: float = 1e-3,
@@ -312,7 +418,7 @@ def bag_slack_svm(K: np.ndarray, labels: np.ndarray, slack: np.ndarray, C: float
     return alpha * labels, float(b)
 
 
-class MIKernelSVM(_MILBase):
+class MIKernelSVM(_SVMBaseline):
     """The MI-kernel (set kernel) SVM of Gärtner et al. (2002): ``k(B, B') = sum_{x in B, x' in B'} k(x, x')``,
     normalised by the bag sizes, and one SVM over bags."""
 
