@@ -398,9 +398,9 @@ _ONE_CLASS_CAUSE = {
                 "maximises), and the mixture of these candidate groups scores every instance below the bias (musk1: "
                 "every bag negative for portion 0, 0.3 and 0.5). Use round_keys=True (one labelling, from the "
                 "relaxed scores) or level='bag' (key instances)",
-    "instance_rounded": "the SVM of the rounded instance labels (at least max(1, ceil(portion |B|)) positives per "
-                        "positive bag, where the relaxed classifier scores highest) scores every training bag on one "
-                        "side; try a larger C or portion, or level='bag'",
+    "instance_rounded": "the SVM of the rounded instance labels (in each positive bag the instances that the relaxed "
+                        "classifier scores above every instance of a negative bag, at least max(1, ceil(portion |B|)) "
+                        "of them) scores every training bag on one side; try a larger C or portion, or level='bag'",
     "bag": "the key-instance relaxation found no positive margin on the training bags; check the bag labels and "
            "try a larger C",
 }
@@ -607,8 +607,11 @@ class IOKLMultipleInstanceClassifier(ClassifierMixin, _IOKLBase):
         self.rounded_ = self.keys_ = None
         if self.round_keys:
             # Round the relaxation (see Notes): at the bag level the key of each positive bag where the relaxed f
-            # is largest; at the instance level the labels where it is positive, within the portion's bounds.
-            index, sign = cset.from_scores(self._training_scores(inputs))
+            # is largest; at the instance level the labels where f exceeds its value at every instance of a
+            # negative bag (the relaxed bias is not to be trusted, its ranking is), within the portion's bounds.
+            relaxed = self._training_scores(inputs)
+            index, sign = (cset.from_scores_above_negatives(relaxed) if isinstance(cset, LabelSet)
+                           else cset.from_scores(relaxed))
             self.rounded_ = result = solve_candidates(inputs, index[None], sign[None], C, theta=self.theta,
                                                       offset=float(self.offset), solver=self.solver,
                                                       tol=self.tol, warm=result.mkl, solved=result)
