@@ -106,3 +106,18 @@ def test_a_rounded_fit_that_predicts_one_class_warns_and_names_the_cause():
                                          r"labels .*above every instance of a negative bag.*larger C"):
         clf = IOKLMultipleInstanceClassifier(level="instance", C=1e-3, max_iter=3).fit(X, y, bags)
     assert len(np.unique(clf.predict(X, bags))) == 1
+
+
+@pytest.mark.parametrize(("level", "resolved"), [("bag", "bag"), ("instance", "unit")])
+def test_the_default_bag_cost_is_per_bag_at_the_bag_level_and_per_instance_at_the_instance_level(level, resolved):
+    """MIL-CPB is an SVM over the instances with one cost each; the bag level shares C over a negative bag."""
+    lists = [np.array([0, 1, 2]), np.array([3]), np.array([4, 5])]
+    sb = np.array([1.0, -1.0, -1.0])
+    default = IOKLMultipleInstanceClassifier(level=level, C=3.0)._unit_costs(lists, sb, 6)
+    explicit = IOKLMultipleInstanceClassifier(level=level, C=3.0, bag_cost=resolved)._unit_costs(lists, sb, 6)
+    other = IOKLMultipleInstanceClassifier(level=level, C=3.0, bag_cost={"bag": "unit", "unit": "bag"}[resolved])
+    np.testing.assert_array_equal(default, explicit)
+    assert not np.array_equal(default, other._unit_costs(lists, sb, 6))
+    with pytest.raises(ValueError, match="bag_cost"):
+        IOKLMultipleInstanceClassifier(level=level, bag_cost="instance").fit(np.zeros((6, 1)), np.r_[1, 1, 1, 0, 0, 0],
+                                                                             [0, 0, 0, 1, 2, 2])
