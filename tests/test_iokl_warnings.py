@@ -69,25 +69,6 @@ def test_instance_level_collapse_to_one_class_warns_and_names_the_cause():
     assert len(np.unique(bag.predict(X, bags))) == 2
 
 
-def test_instance_level_rounding_keeps_the_relaxed_ranking_within_the_portion():
-    """The rounded labels: in each positive bag the instances where the relaxed classifier is positive, at least
-    max(1, ceil(portion |B|)) of them and those it scores highest; the final classifier solves that labelling."""
-    X, y, bags = drawn_bags(n_bags=12, seed=0)
-    X = StandardScaler().fit_transform(X)
-    clf = IOKLMultipleInstanceClassifier(level="instance", portion=0.5, max_iter=5).fit(X, y, bags)
-    relaxed = IOKLMultipleInstanceClassifier(level="instance", portion=0.5, round_keys=False, max_iter=5)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        relaxed.fit(X, y, bags)
-    f = relaxed.decision_function_instances(X)
-    sign = clf.rounded_.sign.reshape(-1, len(X))[0]
-    assert np.all(sign[y < 0] == -1)
-    for b in np.unique(bags[y > 0]):
-        idx = np.flatnonzero(bags == b)
-        k = int(np.clip(np.count_nonzero(f[idx] > 0), max(1, int(np.ceil(0.5 * len(idx)))), len(idx)))
-        assert set(idx[sign[idx] > 0]) == set(idx[np.argsort(-f[idx], kind="stable")[:k]])
-
-
 @pytest.mark.parametrize(("cls", "what"), [(MISVM, "witnesses"), (miSVM, "instance labels")])
 def test_mil_baselines_stop_on_their_criterion_and_warn_when_capped(cls, what):
     X, y, bags = drawn_bags(n_bags=16, seed=1)

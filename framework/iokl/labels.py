@@ -239,6 +239,22 @@ class LabelSet(CandidateSet):
             y[order[:k]] = 1.0
         return np.arange(self.n_units), y
 
+    def from_scores_above_negatives(self, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Positives where the score exceeds that of every fixed negative, with the count clipped to its bounds.
+
+        :meth:`from_scores` with the threshold moved from 0 to the highest score of a fixed negative entry: the
+        labelling depends on the ranking of the scores alone (adding a constant changes nothing), so it serves
+        to round a classifier whose bias is not to be trusted while its ranking is (instance-level MIL, see
+        :class:`~multikernel.iokl.IOKLMultipleInstanceClassifier`).  Among the labellings a change of that
+        classifier's bias can give, it is the one with the most free positives that still calls every fixed
+        negative negative.  Without fixed negatives it is :meth:`from_scores`.
+        """
+        scores = np.asarray(scores, dtype=np.float64)
+        negative = self.fixed < 0
+        if not np.any(negative):
+            return self.from_scores(scores)
+        return self.from_scores(scores - scores[negative].max())
+
     def best_linear(self, g: np.ndarray, current: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         # u = alpha o y, so the linearisation 2 g'u = 2 sum_i (alpha_i g_i) y_i is linear in y.
         return self.from_scores(self._alpha * g)
